@@ -1,0 +1,42 @@
+"""mua_gym: multi-turn, user-in-the-loop tool-use environments for training LLM agents with RL.
+
+    import mua_gym
+    env = mua_gym.make("mua/Mock-v0")          # same as gymnasium.make after `import mua_gym`
+    observation, info = env.reset(seed=0)
+    observation, reward, terminated, truncated, info = env.step("Hello! How can I help?")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from mua_gym.domain import Domain
+from mua_gym.env import AsyncMuaEnv
+from mua_gym.gym_env import MuaEnv
+from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
+from mua_gym.registry import available_domains, env_id, get_domain, register_domain, register_envs
+from mua_gym.reward import RewardInfo
+from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
+from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit, tool
+from mua_gym.trajectory import Trajectory
+from mua_gym.world import World, WorldDiff, WorldImage, WorldSnapshot
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Action", "AssistantMessage", "AsyncMuaEnv", "Domain", "EnvAssertion", "EvaluationSpec", "MuaEnv", "Persona",
+    "RewardInfo",
+    "SystemMessage", "Task", "Tool", "ToolCall", "ToolError", "ToolMessage", "ToolResult", "Toolkit", "Trajectory",
+    "UserMessage", "UserScenario", "World", "WorldDiff", "WorldImage", "WorldSnapshot", "WorldSpec",
+    "available_domains", "env_id", "get_domain", "make", "register_domain", "tool",
+]
+
+
+def make(id: str, **kwargs: Any) -> gymnasium.Env:
+    """``gymnasium.make(id, **kwargs)``; ``mua/<Domain>-v0`` ids are registered on import."""
+    return gymnasium.make(id, **kwargs)
+
+
+register_envs()

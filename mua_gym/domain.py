@@ -1,0 +1,111 @@
+"""A domain: everything one tool world needs, in one object the core discovers.
+
+A domain package (``domains/<name>/`` or a third party's, found by the ``mua_gym.domains`` entry point)
+builds one :class:`Domain` from its schema, tools, policy, world builders and task sources.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from sqlalchemy import Connection, MetaData
+
+from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec
+from mua_gym.tools import Toolkit
+from mua_gym.world import World, WorldImage
+
+__all__ = ["Domain", "WorldBuilder", "TaskSource"]
+
+#: Fills an empty database (schema already created) for ``seed`` and the source's parameters.
+WorldBuilder = Callable[..., None]
+#: Returns the tasks of one split: ``source(domain, split, **params) -> list[Task]``.
+TaskSource = Callable[..., list[Task]]
+#: A predicate on the final world for ENV_ASSERTION: ``assertion(world, **arguments) -> bool``.
+Assertion = Callable[..., bool]
+
+
+@dataclass(eq=False)
+class Domain:
+    """One tool domain. ``name`` is lower case (``"retail"``); ``env_name`` is the id part (``"Retail"``)."""
+
+    name: str
+    metadata: MetaData
+    tools: Toolkit
+    policy: str | Callable[[str], str]
+    worlds: Mapping[str, WorldBuilder]
+    task_sources: Mapping[str, TaskSource] = field(default_factory=dict)
+    user_tools: Toolkit | None = None
+    terminal_tools: frozenset[str] = frozenset()
+    assertions: Mapping[str, Assertion] = field(default_factory=dict)
+    reward_basis: tuple[RewardComponent, ...] = ("DB",)
+    description: str = ""
+    env_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").isalnum():
+            raise ValueError(f"domain name must be alphanumeric (underscores allowed), got {self.name!r}")
+        self.env_name = self.env_name or "".join(p.capitalize() for p in self.name.split("_"))
+        self._images: dict[tuple[Any, ...], WorldImage] = {}
+        self._tasks: dict[tuple[Any, ...], list[Task]] = {}
+        self._lock = threading.Lock()
+
+    # -- worlds ------------------------------------------------------------------------------------
+    def image(self, spec: WorldSpec | None = None) -> WorldImage:
+        """The cached starting image for a world spec (built on first use)."""
+        spec = spec or WorldSpec()
+        key = spec.cache_key()
+        found = self._images.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            if key not in self._images:
+                builder = self.worlds.get(spec.source)
+                if builder is None:
+                    raise ValueError(
+                        f"domain {self.name!r} has no world source {spec.source!r}; it has {sorted(self.worlds)}"
+                    )
+
+                def populate(conn: Connection) -> None:
+                    builder(conn, seed=spec.seed, **spec.params)
+
+                self._images[key] = WorldImage.build(self.metadata, populate, name=f"{self.name}:{spec.source}")
+            return self._images[key]
+
+    def new_world(self, source: str = "generated", seed: int = 0, **params: Any) -> World:
+        """A fresh live world from the named source."""
+        return self.world_from_image(self.image(WorldSpec(source=source, seed=seed, params=params)))
+
+    def world_from_image(self, image: WorldImage) -> World:
+        return World(image, self.tools, self.user_tools, domain=self)
+
+    # -- tasks -------------------------------------------------------------------------------------
+    def tasks(self, split: str = "train", source: str = "generated", **params: Any) -> list[Task]:
+        """The tasks of one split from one task source (cached)."""
+        if split not in ("train", "dev", "test"):
+            raise ValueError(f"split must be train, dev or test, not {split!r}")
+        key = (split, source, tuple(sorted((k, repr(v)) for k, v in params.items())))
+        found = self._tasks.get(key)
+        if found is not None:
+            return found
+        make = self.task_sources.get(source)
+        if make is None:
+            raise ValueError(
+                f"domain {self.name!r} has no task source {source!r}; it has {sorted(self.task_sources)}"
+            )
+        tasks = make(self, split, **params)
+        self._tasks[key] = tasks
+        return tasks
+
+    def policy_text(self, source: str = "generated") -> str:
+        return self.policy(source) if callable(self.policy) else self.policy
+
+    def check_assertion(self, world: World, assertion: EnvAssertion) -> bool:
+        fn = self.assertions.get(assertion.name)
+        if fn is None:
+            raise ValueError(f"domain {self.name!r} has no assertion {assertion.name!r}")
+        return bool(fn(world, **assertion.arguments)) == assertion.expected
+
+    def __repr__(self) -> str:
+        return f"Domain({self.name!r}, tools={len(self.tools)}, user_tools={len(self.user_tools or ())})"

@@ -1,0 +1,368 @@
+"""``AsyncMuaEnv``: the episode protocol, async at its core.
+
+One episode: ``reset`` picks a task, loads its start world and lets the user open; each ``step`` takes
+one agent message. Tool calls in it run in order against the world and their tool messages are the
+observation; a message without tool calls goes to the user simulator and its reply is the observation.
+
+``reset(seed=None, options=None) -> (observation, info)``
+    ``options``: ``{"task_id": str}``, ``{"task": Task}`` or ``{"split": str}``; otherwise a task of the
+    env's split is drawn with the env's generator (seeded by ``seed``). ``observation`` is a list of
+    OpenAI chat dicts: the system policy and the user's first message. ``info``: ``task_id``,
+    ``domain``, ``split``, ``tools`` (OpenAI schemas), ``policy``, ``user``, ``max_turns``.
+
+``step(action) -> (observation, reward, terminated, truncated, info)``
+    ``action``: see :mod:`mua_gym.parsing`. ``observation``: the new tool or user messages.
+    ``reward``: 0.0 except on the terminal step of a terminated episode. ``terminated``: the user sent
+    a stop token, or the agent called a terminal tool. ``truncated``: ``max_turns`` agent turns,
+    ``max_tool_errors`` errors, or a user-simulator failure. ``info``: ``turn``, ``tool_calls``,
+    ``tool_errors``, ``termination_reason`` (and ``reward_info`` on the terminal step; ``error`` when
+    the action itself could not be read).
+
+Nothing an agent sends makes ``step`` raise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import ValidationError
+
+from mua_gym.domain import Domain
+from mua_gym.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage, to_openai
+from mua_gym.parsing import MALFORMED, ActionError, Parser, get_parser, to_assistant_message
+from mua_gym.reward import Judge, RewardInfo, evaluate, judge_nl_assertions, needs_judge, prepare_task
+from mua_gym.task import Task
+from mua_gym.tools import ToolResult
+from mua_gym.trajectory import Trajectory, TrajectoryEntry
+from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, make_user
+from mua_gym.world import World
+
+__all__ = ["AsyncMuaEnv", "PendingStep", "StepResult", "TERMINATION_REASONS"]
+
+StepResult = tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]
+
+
+@dataclass
+class PendingStep:
+    """A step that must still await: the user's turn (``user_message``) or the judge (``observation``)."""
+
+    user_message: AssistantMessage | None = None
+    observation: list[dict[str, Any]] | None = None
+
+TERMINATION_REASONS = {
+    "###STOP###": "user_stop",
+    "###TRANSFER###": "user_transfer",
+    "###OUT-OF-SCOPE###": "user_out_of_scope",
+}
+#: How many rounds of its own tool calls a dual-control user may make inside one turn.
+MAX_USER_TOOL_ROUNDS = 20
+
+
+class AsyncMuaEnv:
+    """A multi-turn tool-use episode with a simulated user. See the module docstring for the contract."""
+
+    def __init__(
+        self,
+        domain: str | Domain = "mock",
+        *,
+        user: str | UserSimulator = "scripted",
+        world: str = "generated",
+        split: str = "train",
+        tasks: list[Task] | None = None,
+        max_turns: int = 30,
+        max_tool_errors: int = 10,
+        reward: Literal["task", "partial"] = "task",
+        parser: str | Parser = "auto",
+        judge: Judge | None = None,
+    ) -> None:
+        from mua_gym.registry import get_domain
+
+        self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)
+        self.user: UserSimulator = make_user(user)
+        self.source = world
+        self.split = split
+        self._tasks = tasks
+        if max_turns < 1 or max_tool_errors < 1:
+            raise ValueError("max_turns and max_tool_errors must be at least 1")
+        if reward not in ("task", "partial"):
+            raise ValueError("reward must be 'task' (the task's reward basis) or 'partial' (partial DB credit)")
+        self.max_turns = max_turns
+        self.max_tool_errors = max_tool_errors
+        self.reward_mode = reward
+        self.parser = get_parser(parser)
+        self.judge = judge
+        self._rng = np.random.default_rng()
+        self.world: World | None = None
+        self.task: Task | None = None
+        self._seed: int | None = None
+        self._entries: list[TrajectoryEntry] = []
+        self._user_view: list[Any] = []
+        self._policy = self.domain.policy_text(world)
+        self._tool_schemas = self.domain.tools.schemas()
+        self._user_tool_schemas = self.domain.user_tools.schemas() if self.domain.user_tools else None
+        self._done = True
+        self._terminated = self._truncated = False
+        self._reason: str | None = None
+        self._reward: float | None = None
+        self._reward_info: dict[str, Any] | None = None
+        self._turns = self._tool_calls = self._tool_errors = self._user_tool_calls = 0
+        self._usage: dict[str, float] = {}
+        self._pending_error: str | None = None
+
+    # -- tasks -------------------------------------------------------------------------------------
+    def tasks(self, split: str | None = None) -> list[Task]:
+        if self._tasks is not None:
+            return self._tasks if split is None else [t for t in self._tasks if t.split == split]
+        return self.domain.tasks(split or self.split, self.source)
+
+    def _pick_task(self, options: dict[str, Any]) -> Task:
+        if "task" in options:
+            task = options["task"]
+            return task if isinstance(task, Task) else Task.model_validate(task)
+        if "task_id" in options:
+            wanted = str(options["task_id"])
+            for split in (None, "train", "dev", "test") if self._tasks is not None else ("train", "dev", "test"):
+                for task in self.tasks(split):
+                    if task.id == wanted:
+                        return task
+            raise KeyError(f"no task {wanted!r} in domain {self.domain.name!r} ({self.source})")
+        pool = self.tasks(options.get("split"))
+        if not pool:
+            raise ValueError(f"no tasks in split {options.get('split') or self.split!r}")
+        return pool[int(self._rng.integers(len(pool)))]
+
+    # -- episode -----------------------------------------------------------------------------------
+    async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+                    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._seed = seed
+        task = self._pick_task(options or {})
+        prepared = prepare_task(self.domain, task)
+        if self.world is None or self.world.image is not prepared.image:
+            if self.world is not None:
+                self.world.close()
+            self.world = self.domain.world_from_image(prepared.image)
+        self.world.load(prepared.start)
+        self.task = task
+        self._done = self._terminated = self._truncated = False
+        self._reason = None
+        self._reward = self._reward_info = None
+        self._turns = self._tool_calls = self._tool_errors = self._user_tool_calls = 0
+        self._usage = {}
+        self._pending_error = None
+        system = SystemMessage(content=self._policy)
+        self._entries = [TrajectoryEntry(message=system, trainable=False)]
+        self._user_view = []
+        observation = [to_openai(system)]
+        user_seed = int(self._rng.integers(2**31))
+        try:
+            reply = await self.user.start(task, seed=user_seed, tools=self._user_tool_schemas)
+            self._add_usage(reply)
+            opening = UserMessage(content=reply.content)
+            self._entries.append(TrajectoryEntry(message=opening, trainable=False))
+            self._user_view.append(opening)
+            observation.append(to_openai(opening))
+        except Exception as exc:  # the episode is unusable; the first step reports it as truncated
+            self._pending_error = f"{type(exc).__name__}: {exc}"
+        info = {
+            "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self._tool_schemas,
+            "policy": self._policy, "user": self.user.name, "max_turns": self.max_turns,
+        }
+        if self._pending_error:
+            info["user_error"] = self._pending_error
+        return observation, info
+
+    def begin_step(self, action: Any) -> "StepResult | PendingStep":
+        """Everything of a step that needs no waiting: the finished result, or what is left to await.
+
+        Tool calls (the hot path of RL rollouts) finish here without touching an event loop.
+        """
+        if self._done or self.world is None:
+            info = self._info()
+            info["error"] = "the episode is over: call reset() first"
+            return [], 0.0, self._terminated, self._truncated, info
+        if self._pending_error is not None:
+            return [], 0.0, False, self._finish_truncated("user_error"), self._info()
+        self._turns += 1
+        try:
+            message = to_assistant_message(action, self.parser, self._turns)
+        except (ActionError, ValidationError, TypeError) as exc:
+            self._tool_errors += 1
+            self._check_limits()
+            info = self._info()
+            info["error"] = f"unreadable action: {exc}"
+            return [], 0.0, False, self._truncated, info
+        self._entries.append(TrajectoryEntry(message=message, trainable=True, visible_to_agent=True))
+        if not message.tool_calls:
+            return PendingStep(user_message=message)
+        observation = self._run_agent_tools(message)
+        self._check_limits()
+        if self._terminated and self.judge is not None and self.task is not None and needs_judge(self.task):
+            return PendingStep(observation=observation)
+        reward = self._score() if self._terminated else 0.0
+        return observation, reward, self._terminated, self._truncated, self._info()
+
+    async def complete_step(self, pending: "PendingStep") -> "StepResult":
+        """The awaited rest of a step that :meth:`begin_step` could not finish."""
+        observation = pending.observation
+        if pending.user_message is not None:
+            observation = await self._user_turn(pending.user_message)
+            self._check_limits()
+        reward = 0.0
+        if self._terminated:
+            reward = self._score()
+            if self.judge is not None and self.task is not None and needs_judge(self.task):
+                reward = await self._judge()
+        return observation or [], reward, self._terminated, self._truncated, self._info()
+
+    async def step(self, action: Any) -> "StepResult":
+        started = self.begin_step(action)
+        if isinstance(started, PendingStep):
+            return await self.complete_step(started)
+        return started
+
+    def _run_agent_tools(self, message: AssistantMessage) -> list[dict[str, Any]]:
+        assert self.world is not None
+        observation = []
+        for call in message.tool_calls or []:
+            self._tool_calls += 1
+            if call.function.name == MALFORMED:
+                result = ToolResult.failure(
+                    "malformed tool call; expected a JSON object with 'name' and 'arguments', got: "
+                    + call.function.arguments[:300])
+            else:
+                result = self.world.call_tool(call.function.name, call.function.arguments, "assistant")
+            if result.error:
+                self._tool_errors += 1
+            reply = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
+                                                error=result.error, requestor="assistant")
+            self._entries.append(TrajectoryEntry(message=reply, trainable=False, visible_to_agent=True))
+            observation.append(to_openai(reply))
+            if not result.error and call.function.name in self.domain.terminal_tools:
+                self._terminated, self._done, self._reason = True, True, "agent_stop"
+                break
+        return observation
+
+    async def _user_turn(self, message: AssistantMessage) -> list[dict[str, Any]]:
+        assert self.world is not None
+        self._user_view.append(AssistantMessage(content=message.content or ""))
+        try:
+            for _ in range(MAX_USER_TOOL_ROUNDS):
+                reply = await self.user.respond(list(self._user_view))
+                self._add_usage(reply)
+                if not reply.tool_calls:
+                    break
+                self._run_user_tools(reply)
+            else:
+                raise RuntimeError(f"the user made tool calls for {MAX_USER_TOOL_ROUNDS} rounds without replying")
+        except Exception as exc:  # a failing simulator ends the episode, never the batch
+            self._finish_truncated("user_error")
+            self._pending_error = f"{type(exc).__name__}: {exc}"
+            return []
+        said = UserMessage(content=reply.content)
+        self._user_view.append(said)
+        self._entries.append(TrajectoryEntry(message=said, trainable=False))
+        token = next((t for t in STOP_TOKENS if t in reply.content), None)
+        if token is not None:
+            self._terminated, self._done, self._reason = True, True, TERMINATION_REASONS[token]
+        return [to_openai(said)]
+
+    def _run_user_tools(self, reply: UserReply) -> None:
+        assert self.world is not None
+        acting = UserMessage(content=reply.content, tool_calls=reply.tool_calls)
+        self._user_view.append(acting)
+        self._entries.append(TrajectoryEntry(message=acting, trainable=False, visible_to_agent=False))
+        for call in reply.tool_calls:
+            self._user_tool_calls += 1
+            result = self.world.call_tool(call.function.name, call.function.arguments, "user")
+            done = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
+                               error=result.error, requestor="user")
+            self._user_view.append(done)
+            self._entries.append(TrajectoryEntry(message=done, trainable=False, visible_to_agent=False))
+
+    def _check_limits(self) -> None:
+        if self._done:
+            return
+        if self._tool_errors >= self.max_tool_errors:
+            self._finish_truncated("too_many_tool_errors")
+        elif self._turns >= self.max_turns:
+            self._finish_truncated("max_turns")
+
+    def _finish_truncated(self, reason: str) -> bool:
+        self._truncated, self._done, self._reason = True, True, reason
+        self._reward = 0.0
+        return True
+
+    def _score(self) -> float:
+        assert self.world is not None and self.task is not None
+        if self._reward_info is None:
+            info = evaluate(self.domain, self.task, self.world, self.messages())
+            self._reward_info = info.model_dump(mode="json")
+            self._reward = info.partial_credit if self.reward_mode == "partial" else info.reward
+        return float(self._reward or 0.0)
+
+    async def _judge(self) -> float:
+        assert self.task is not None and self.judge is not None and self._reward_info is not None
+        info = RewardInfo.model_validate(self._reward_info)
+        try:
+            info = await judge_nl_assertions(info, self.task, self.judge, self.agent_messages())
+        except Exception as exc:  # a failing judge fails the component, never the episode
+            components = dict(info.components)
+            components["NL_ASSERTION"] = 0.0
+            info = info.model_copy(update={"components": components, "reward": 0.0})
+            self._reward_info = info.model_dump(mode="json")
+            self._reward_info["judge_error"] = f"{type(exc).__name__}: {exc}"
+            self._reward = 0.0 if self.reward_mode == "task" else info.partial_credit
+            return float(self._reward)
+        self._reward_info = info.model_dump(mode="json")
+        self._reward = info.partial_credit if self.reward_mode == "partial" else info.reward
+        return float(self._reward)
+
+    def _add_usage(self, reply: UserReply) -> None:
+        for key, value in reply.usage.items():
+            if isinstance(value, (int, float)):
+                self._usage[key] = self._usage.get(key, 0) + value
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "turn": self._turns, "tool_calls": self._tool_calls, "tool_errors": self._tool_errors,
+            "termination_reason": self._reason,
+        }
+        if self._reward_info is not None:
+            info["reward_info"] = self._reward_info
+        if self._pending_error is not None:
+            info["user_error"] = self._pending_error
+        return info
+
+    # -- records -----------------------------------------------------------------------------------
+    def messages(self) -> list[Any]:
+        """Every message of the episode so far (pydantic models), hidden user tool traffic included."""
+        return [e.message for e in self._entries]
+
+    def agent_messages(self) -> list[dict[str, Any]]:
+        """The conversation as the agent has seen it, as OpenAI chat dicts."""
+        return [to_openai(e.message) for e in self._entries if e.visible_to_agent]
+
+    def trajectory(self) -> Trajectory:
+        if self.task is None:
+            raise RuntimeError("no episode yet: call reset() first")
+        return Trajectory(
+            task_id=self.task.id, domain=self.domain.name, seed=self._seed, user=self.user.name,
+            tools=self._tool_schemas, entries=list(self._entries), reward=self._reward,
+            reward_info=self._reward_info, terminated=self._terminated, truncated=self._truncated,
+            termination_reason=self._reason, turns=self._turns, tool_calls=self._tool_calls,
+            tool_errors=self._tool_errors, user_tool_calls=self._user_tool_calls, usage=dict(self._usage),
+        )
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    async def aclose(self) -> None:
+        await self.user.aclose()
+        if self.world is not None:
+            self.world.close()
+            self.world = None

@@ -1,0 +1,131 @@
+"""``MuaEnv``: the synchronous Gymnasium facade over :class:`AsyncMuaEnv`.
+
+It runs the async core on an event loop of its own. Where an event loop is already running in the
+calling thread (Jupyter), it runs the core on a helper thread instead, so ``env.step`` still works
+as a plain call in a notebook cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import threading
+from typing import Any, Coroutine, TypeVar
+
+import gymnasium
+
+from mua_gym.env import AsyncMuaEnv, PendingStep
+from mua_gym.spaces import ActionSpace, MessagesSpace
+from mua_gym.trajectory import Trajectory
+from mua_gym.world import World
+
+__all__ = ["MuaEnv"]
+
+T = TypeVar("T")
+
+
+class _Runner:
+    """Runs coroutines to completion from synchronous code, inside or outside a running loop."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self._thread is None:
+                if self._loop is None or self._loop.is_closed():
+                    self._loop = asyncio.new_event_loop()
+                return self._loop.run_until_complete(coro)
+        # A loop runs in this thread: switch, for good, to a loop on a helper thread (one loop per env,
+        # so clients bound to a loop keep working).
+        if self._thread is None:
+            if self._loop is not None:
+                self._loop.close()
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="mua-gym-env", daemon=True)
+            self._thread.start()
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        if self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            self._thread = None
+        if not self._loop.is_running():
+            self._loop.close()
+        self._loop = None
+
+
+class MuaEnv(gymnasium.Env):
+    """A Gymnasium env for one tool domain. Keyword arguments are those of :class:`AsyncMuaEnv`.
+
+    ``render_mode="ansi"``: ``render()`` returns the transcript so far as text.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, domain: Any = "mock", render_mode: str | None = None, **kwargs: Any) -> None:
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
+        self.render_mode = render_mode
+        self.core = AsyncMuaEnv(domain, **kwargs)
+        self.observation_space = MessagesSpace()
+        self.action_space = ActionSpace(self.core.domain.tools.names())
+        self._runner = _Runner()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        super().reset(seed=seed)
+        return self._runner.run(self.core.reset(seed=seed, options=options))
+
+    def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        started = self.core.begin_step(action)
+        if isinstance(started, PendingStep):
+            return self._runner.run(self.core.complete_step(started))
+        return started
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        if self.core.task is None:
+            return ""
+        return self.core.trajectory().render_text()
+
+    def close(self) -> None:
+        self._runner.run(self.core.aclose())
+        self._runner.close()
+        super().close()
+
+    # -- what users and trainers reach through env.unwrapped ---------------------------------------
+    @property
+    def world(self) -> World | None:
+        """The live world of the current episode."""
+        return self.core.world
+
+    @property
+    def domain(self) -> Any:
+        return self.core.domain
+
+    def trajectory(self) -> Trajectory:
+        return self.core.trajectory()
+
+    def agent_messages(self) -> list[dict[str, Any]]:
+        return self.core.agent_messages()
+
+    def _repr_html_(self) -> str:
+        head = html.escape(f"MuaEnv({self.core.domain.name}, user={self.core.user.name})")
+        if self.core.task is None:
+            return f"<b>{head}</b>: no episode yet"
+        return f"<b>{head}</b>{self.core.trajectory()._repr_html_()}"

@@ -1,0 +1,100 @@
+"""Chat messages, in the OpenAI chat-completions shape.
+
+Observations, trajectories and user simulators all speak these models. ``to_openai()`` gives the plain
+dict that an OpenAI-compatible API (and every RL trainer) expects; ``message_from_openai`` reads one back.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class FunctionCall(BaseModel):
+    """The function part of a tool call. ``arguments`` is a JSON string, as in the OpenAI API."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    arguments: str = "{}"
+
+
+class ToolCall(BaseModel):
+    """One tool call requested by the assistant (or, in dual-control domains, by the user)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+    @classmethod
+    def make(cls, id: str, name: str, arguments: dict[str, Any] | str) -> "ToolCall":
+        args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        return cls(id=id, function=FunctionCall(name=name, arguments=args))
+
+    @property
+    def name(self) -> str:
+        return self.function.name
+
+
+class SystemMessage(BaseModel):
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(BaseModel):
+    role: Literal["user"] = "user"
+    content: str
+    # Tool calls a dual-control user made in its own turn; hidden from the agent.
+    tool_calls: list[ToolCall] | None = None
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    # Text inside <think>...</think>, kept for the trajectory but never shown to the user simulator.
+    reasoning: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.content or ""
+
+
+class ToolMessage(BaseModel):
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    content: str
+    name: str | None = None
+    error: bool = False
+    requestor: Literal["assistant", "user"] = "assistant"
+
+
+Message = Annotated[
+    Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage], Field(discriminator="role")
+]
+_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(Message)
+
+
+def message_from_openai(data: dict[str, Any]) -> SystemMessage | UserMessage | AssistantMessage | ToolMessage:
+    """Reads one OpenAI-style message dict (extra keys are ignored)."""
+    return _MESSAGE_ADAPTER.validate_python(data)
+
+
+def to_openai(message: BaseModel) -> dict[str, Any]:
+    """The plain OpenAI chat dict for a message: only the keys the API knows, no ``None`` values."""
+    if isinstance(message, ToolMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if isinstance(message, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            out["tool_calls"] = [tc.model_dump() for tc in message.tool_calls]
+        return out
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    raise TypeError(f"not a chat message: {type(message).__name__}")

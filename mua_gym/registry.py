@@ -1,0 +1,135 @@
+"""Finding domains: the ones shipped in ``mua_gym.domains``, and third parties' by entry point.
+
+A third-party package declares, in its ``setup.cfg``::
+
+    [options.entry_points]
+    mua_gym.domains =
+        pizza = mua_pizza:DOMAIN
+
+The entry point may name a :class:`Domain` or a function returning one. Names are read when
+``mua_gym`` is imported (cheap: no plugin code runs) so that ``mua/Pizza-v0`` is registered with
+Gymnasium; the plugin itself is imported on the first ``make`` or ``get_domain``. A plugin that fails to
+load produces a warning naming it, and the other domains keep working.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import warnings
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import gymnasium
+
+from mua_gym.domain import Domain
+
+__all__ = ["ENTRY_POINT_GROUP", "available_domains", "env_id", "get_domain", "register_envs"]
+
+ENTRY_POINT_GROUP = "mua_gym.domains"
+#: Domains shipped with mua_gym: name -> module holding ``DOMAIN``.
+BUILTIN = {"mock": "mua_gym.domains.mock"}
+
+_loaded: dict[str, Domain] = {}
+_plugins: dict[str, EntryPoint] = {}
+_lock = threading.Lock()
+
+
+class DomainLoadError(RuntimeError):
+    """A domain (usually a third-party plugin) could not be loaded."""
+
+
+def env_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def env_id(name: str) -> str:
+    return f"mua/{env_name(name)}-v0"
+
+
+def _discover_plugins() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    try:
+        eps = entry_points(group=ENTRY_POINT_GROUP)
+    except Exception as exc:  # broken metadata must not break import
+        warnings.warn(f"mua_gym: could not read entry points of group {ENTRY_POINT_GROUP!r}: {exc}", stacklevel=2)
+        return found
+    for ep in eps:
+        name = ep.name.lower()
+        if name in BUILTIN:
+            warnings.warn(f"mua_gym: plugin {ep.value!r} uses the built-in domain name {ep.name!r}; ignored",
+                          stacklevel=2)
+            continue
+        found[name] = ep
+    return found
+
+
+def available_domains() -> list[str]:
+    """Names of every domain that can be loaded (built-in and plugins), without loading any."""
+    return sorted(set(BUILTIN) | set(_plugins) | set(_loaded))
+
+
+def _load(name: str) -> Domain:
+    if name in BUILTIN:
+        obj: Any = importlib.import_module(BUILTIN[name]).DOMAIN
+        origin = BUILTIN[name]
+    elif name in _plugins:
+        ep = _plugins[name]
+        origin = f"entry point {ep.name} = {ep.value}"
+        try:
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, Domain):
+                obj = obj()
+        except Exception as exc:
+            message = f"mua_gym: domain plugin {origin} failed to load: {type(exc).__name__}: {exc}"
+            warnings.warn(message, stacklevel=3)
+            raise DomainLoadError(message) from exc
+    else:
+        raise KeyError(f"unknown domain {name!r}; available: {available_domains()}")
+    if not isinstance(obj, Domain):
+        message = f"mua_gym: {origin} gave {type(obj).__name__}, not a mua_gym.Domain"
+        warnings.warn(message, stacklevel=3)
+        raise DomainLoadError(message)
+    return obj
+
+
+def get_domain(name: str) -> Domain:
+    """The domain called ``name`` (``"mock"``, ``"retail"``, a plugin's name), loaded once."""
+    key = name.lower()
+    found = _loaded.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        if key not in _loaded:
+            _loaded[key] = _load(key)
+        return _loaded[key]
+
+
+def register_domain(domain: Domain) -> str:
+    """Makes a domain object available by name (and as a Gymnasium id) without an entry point."""
+    with _lock:
+        _loaded[domain.name.lower()] = domain
+    _register_env(domain.name.lower())
+    return env_id(domain.name)
+
+
+def _register_env(name: str) -> None:
+    eid = env_id(name)
+    if eid in gymnasium.registry:
+        return
+    gymnasium.register(
+        id=eid,
+        entry_point="mua_gym.gym_env:MuaEnv",
+        kwargs={"domain": name},
+        nondeterministic=True,
+        disable_env_checker=True,
+        order_enforce=True,
+    )
+
+
+def register_envs() -> None:
+    """Registers ``mua/<Name>-v0`` for every built-in and plugin domain (called on import)."""
+    _plugins.clear()
+    _plugins.update(_discover_plugins())
+    for name in available_domains():
+        _register_env(name)

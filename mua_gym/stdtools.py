@@ -1,0 +1,33 @@
+"""Generic tools that many domains offer: safe arithmetic and handing the customer to a human."""
+
+from __future__ import annotations
+
+from mua_gym.arith import evaluate_expression
+from mua_gym.tools import ToolError, tool
+
+__all__ = ["calculate", "transfer_to_human_agents"]
+
+
+@tool(kind="generic")
+def calculate(expression: str) -> str:
+    """Calculate the result of an arithmetic expression.
+
+    Args:
+        expression: The expression, using numbers, parentheses and + - * / operators, such as '2 * (3 + 4)'.
+    """
+    try:
+        value = evaluate_expression(expression)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    return str(round(value, 2))
+
+
+@tool(kind="generic")
+def transfer_to_human_agents(summary: str) -> str:
+    """Transfer the customer to a human agent, with a summary of their issue. Only when the request cannot be
+    handled within the policy and the available tools, or when the customer explicitly asks for a human.
+
+    Args:
+        summary: A short summary of the customer's issue.
+    """
+    return "Transfer successful"

@@ -1,0 +1,93 @@
+"""Tasks: what the simulated user wants, the world it starts from, and how the episode is judged."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+RewardComponent = Literal["DB", "COMMUNICATE", "ACTION", "ENV_ASSERTION", "NL_ASSERTION"]
+Split = Literal["train", "dev", "test"]
+
+
+class Action(BaseModel):
+    """One tool call, by the assistant or (dual control) the user."""
+
+    name: str
+    arguments: dict[str, Any] = {}
+    requestor: Literal["assistant", "user"] = "assistant"
+    # Which arguments must match for the ACTION reward; None: all of them.
+    compare_args: list[str] | None = None
+
+
+class EnvAssertion(BaseModel):
+    """A domain predicate on the final world, e.g. ``{"name": "service_works", "arguments": {...}}``."""
+
+    name: str
+    arguments: dict[str, Any] = {}
+    expected: bool = True
+
+
+class EvaluationSpec(BaseModel):
+    reward_basis: list[RewardComponent] = ["DB"]
+    actions: list[Action] = []  # for ACTION; usually the gold actions
+    communicate_info: list[str] = []
+    env_assertions: list[EnvAssertion] = []
+    nl_assertions: list[str] = []
+
+
+class Persona(BaseModel):
+    """How a simulated user behaves, apart from what it wants."""
+
+    disclosure: Literal["minimal", "normal", "forthcoming"] = "normal"
+    patience: int = Field(default=20, ge=1, description="agent turns the user waits before walking away")
+    verbosity: Literal["terse", "normal", "chatty"] = "normal"
+    tone: str = "polite"
+    hidden_constraints: list[str] = []
+    description: str | None = None
+
+
+class UserScenario(BaseModel):
+    """What the simulated user knows and wants."""
+
+    instructions: str = ""
+    reason_for_call: str | None = None
+    known_info: str | None = None
+    unknown_info: str | None = None
+    persona: Persona | None = None
+    # Structured facts (identity, ids, choices) for rule-driven users.
+    facts: dict[str, Any] = {}
+    intents: list[dict[str, Any]] = []
+
+
+class WorldSpec(BaseModel):
+    """Which world a task starts from: a source of the domain, its seed and parameters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str = "generated"
+    seed: int = 0
+    params: dict[str, Any] = {}
+
+    def cache_key(self) -> tuple[Any, ...]:
+        return (self.source, self.seed, tuple(sorted((k, repr(v)) for k, v in self.params.items())))
+
+
+class Task(BaseModel):
+    """One episode's goal. ``script`` holds the user turns that :class:`ScriptedUser` plays in order."""
+
+    id: str
+    domain: str
+    split: Split = "train"
+    description: str = ""
+    world: WorldSpec = WorldSpec()
+    user_scenario: UserScenario = UserScenario()
+    script: list[str] = []
+    initial_actions: list[Action] = []  # applied before the episode (e.g. injected faults)
+    gold_actions: list[Action] = []
+    evaluation: EvaluationSpec = EvaluationSpec()
+    category: str | None = None
+    difficulty: int | None = None
+
+    # Per-task work computed once (start image, gold hash); see mua_gym.episode.prepare_task.
+    _prepared: Any = PrivateAttr(default=None)

@@ -1,0 +1,238 @@
+"""Tools: plain typed Python functions, described to the model by an OpenAI function schema.
+
+A domain writes its tools like this::
+
+    @tool(kind="write")
+    def cancel_order(world: World, order_id: str, reason: str) -> dict:
+        '''Cancel a pending order.
+
+        Args:
+            order_id: The order's id.
+            reason: Why the customer cancels.
+        '''
+
+The schema comes from the type hints and the Google-style docstring. A first parameter named ``world`` is
+injected by the caller and is not part of the schema. Arguments are validated by pydantic before the
+function runs; a function refuses a request by raising :class:`ToolError`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+ToolKind = Literal["read", "write", "generic"]
+
+__all__ = ["Tool", "ToolError", "ToolKind", "ToolResult", "Toolkit", "tool"]
+
+
+class ToolError(Exception):
+    """Raised by a tool to refuse a call; its message reaches the caller as ``Error: <message>``."""
+
+
+class ToolResult(BaseModel):
+    """What one tool call returned: the text of the tool message, and whether it is an error."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    error: bool = False
+
+    @classmethod
+    def failure(cls, message: str) -> "ToolResult":
+        return cls(content=f"Error: {message}", error=True)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One callable tool: its function, its argument model and its OpenAI schema."""
+
+    name: str
+    kind: ToolKind
+    function: Callable[..., Any]
+    description: str
+    arguments_model: type[BaseModel]
+    schema: dict[str, Any]
+    takes_world: bool
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments; raises :class:`ToolError` describing every problem."""
+        try:
+            model = self.arguments_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolError(_describe_validation_error(self.name, exc)) from None
+        return {name: getattr(model, name) for name in self.arguments_model.model_fields}
+
+
+def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "missing":
+            problems.append(f"missing argument '{where}'")
+        elif err["type"] == "extra_forbidden":
+            problems.append(f"unexpected argument '{where}'")
+        else:
+            problems.append(f"argument '{where}': {err['msg']}")
+    return f"invalid arguments for {tool_name}: " + "; ".join(problems)
+
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_SECTION_HEADER = re.compile(r"^\s*(Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
+_ARG_LINE = re.compile(r"^\s*(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Splits a Google-style docstring into (description, {argument: description})."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    args: dict[str, str] = {}
+    section = "description"
+    current: str | None = None
+    arg_indent = None
+    for line in lines:
+        if _ARGS_HEADER.match(line):
+            section, current, arg_indent = "args", None, None
+            continue
+        if _SECTION_HEADER.match(line):
+            section = "other"
+            continue
+        if section == "description":
+            description.append(line)
+        elif section == "args" and line.strip():
+            indent = len(line) - len(line.lstrip())
+            match = _ARG_LINE.match(line)
+            if match and (arg_indent is None or indent <= arg_indent):
+                arg_indent = indent
+                current = match.group(1)
+                args[current] = match.group(3).strip()
+            elif current is not None:
+                args[current] = (args[current] + " " + line.strip()).strip()
+    return " ".join(" ".join(description).split()), args
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    # Some OpenAI-compatible servers reject "$ref"; nested argument models are inlined instead.
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline_refs(defs[ref[len("#/$defs/"):]], defs)
+        return {k: _inline_refs(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs) for v in node]
+    return node
+
+
+def make_tool(function: Callable[..., Any], *, kind: ToolKind, name: str | None = None,
+              strict: bool = True) -> Tool:
+    """Builds a :class:`Tool` from a typed function (see the module docstring)."""
+    if kind not in ("read", "write", "generic"):
+        raise ValueError(f"tool kind must be read, write or generic, not {kind!r}")
+    tool_name = name or function.__name__
+    description, arg_docs = parse_docstring(function.__doc__)
+    hints = get_type_hints(function)
+    params = list(inspect.signature(function).parameters.values())
+    takes_world = bool(params) and params[0].name == "world"
+    if takes_world:
+        params = params[1:]
+    fields: dict[str, Any] = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name}: *args and **kwargs are not allowed")
+        if p.name not in hints:
+            raise TypeError(f"tool {tool_name}: argument '{p.name}' needs a type hint")
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints[p.name], Field(default, description=arg_docs.get(p.name)))
+    model = create_model(  # type: ignore[call-overload]
+        f"{tool_name}_arguments",
+        __config__=ConfigDict(extra="forbid", strict=strict),
+        **fields,
+    )
+    parameters = model.model_json_schema()
+    defs = parameters.pop("$defs", {})
+    parameters = _strip_titles(_inline_refs(parameters, defs))
+    parameters.setdefault("properties", {})
+    parameters.setdefault("required", [])
+    schema = {
+        "type": "function",
+        "function": {"name": tool_name, "description": description, "parameters": parameters},
+    }
+    return Tool(tool_name, kind, function, description, model, schema, takes_world)
+
+
+def tool(kind: ToolKind = "read", *, name: str | None = None,
+         strict: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Marks a function as a tool; :class:`Toolkit` collects marked functions from a module."""
+
+    def mark(function: Callable[..., Any]) -> Callable[..., Any]:
+        function.__mua_tool__ = make_tool(function, kind=kind, name=name, strict=strict)  # type: ignore[attr-defined]
+        return function
+
+    return mark
+
+
+@dataclass
+class Toolkit:
+    """An ordered set of tools, looked up by name."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, *functions: Callable[..., Any] | Tool) -> "Toolkit":
+        kit = cls()
+        for f in functions:
+            kit.add(f)
+        return kit
+
+    @classmethod
+    def from_module(cls, module: Any) -> "Toolkit":
+        """Every function in ``module`` marked with :func:`tool`, in definition order."""
+        marked = [v for v in vars(module).values() if hasattr(v, "__mua_tool__")]
+        marked.sort(key=lambda f: f.__code__.co_firstlineno)
+        return cls.of(*marked)
+
+    def add(self, item: Callable[..., Any] | Tool) -> None:
+        t = item if isinstance(item, Tool) else getattr(item, "__mua_tool__", None)
+        if t is None:
+            raise TypeError(f"{item!r} is not a tool: decorate it with @tool(...)")
+        if t.name in self.tools:
+            raise ValueError(f"duplicate tool name {t.name!r}")
+        self.tools[t.name] = t
+
+    def without(self, names: Iterable[str]) -> "Toolkit":
+        drop = set(names)
+        return Toolkit({n: t for n, t in self.tools.items() if n not in drop})
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tools
+
+    def __getitem__(self, name: str) -> Tool:
+        return self.tools[name]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.tools.values())
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI tool schemas, ready for the ``tools=`` argument of a chat completion."""
+        return [json.loads(json.dumps(t.schema)) for t in self.tools.values()]

@@ -1,0 +1,90 @@
+"""The full record of one episode, as one JSON line."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from pydantic import BaseModel
+
+from mua_gym.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, to_openai
+
+__all__ = ["Trajectory", "TrajectoryEntry"]
+
+
+class TrajectoryEntry(BaseModel):
+    message: Message
+    #: True for the agent's own turns: the only tokens a trainer should put loss on.
+    trainable: bool
+    #: False for what the agent never saw (a dual-control user's own tool calls and results).
+    visible_to_agent: bool = True
+
+
+class Trajectory(BaseModel):
+    task_id: str
+    domain: str
+    seed: int | None = None
+    user: str = ""
+    tools: list[dict[str, Any]] = []
+    entries: list[TrajectoryEntry] = []
+    reward: float | None = None
+    reward_info: dict[str, Any] | None = None
+    terminated: bool = False
+    truncated: bool = False
+    termination_reason: str | None = None
+    turns: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    user_tool_calls: int = 0
+    usage: dict[str, Any] = {}
+
+    @property
+    def messages(self) -> list[Any]:
+        return [e.message for e in self.entries]
+
+    def agent_messages(self) -> list[dict[str, Any]]:
+        """The conversation as the agent saw it, as OpenAI chat dicts."""
+        return [to_openai(e.message) for e in self.entries if e.visible_to_agent]
+
+    def to_json_line(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json_line(cls, line: str) -> "Trajectory":
+        return cls.model_validate_json(line)
+
+    def render_text(self) -> str:
+        """A readable transcript."""
+        lines = [f"== {self.domain} task {self.task_id} (seed {self.seed}, user {self.user}) =="]
+        for e in self.entries:
+            lines.append(_line(e.message, e.visible_to_agent))
+        if self.termination_reason:
+            lines.append(f"-- ended: {self.termination_reason}; reward {self.reward}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for e in self.entries:
+            m = e.message
+            text = html.escape(_line(m, e.visible_to_agent))
+            colour = {"system": "#eee", "user": "#e8f0fe", "assistant": "#e6f4ea", "tool": "#fef7e0"}[m.role]
+            rows.append(f'<div style="background:{colour};padding:4px;margin:2px;white-space:pre-wrap;'
+                        f'font-family:monospace">{text}</div>')
+        head = html.escape(f"{self.domain} / {self.task_id}: reward {self.reward} ({self.termination_reason})")
+        return f"<div><b>{head}</b>{''.join(rows)}</div>"
+
+
+def _line(m: Any, visible: bool) -> str:
+    hidden = "" if visible else " (hidden from agent)"
+    if isinstance(m, SystemMessage):
+        first = m.content.strip().splitlines()[0] if m.content.strip() else ""
+        return f"[system] {first[:100]}{' ...' if len(m.content) > len(first) else ''}"
+    if isinstance(m, UserMessage):
+        calls = "".join(f"\n  -> {c.function.name}({c.function.arguments})" for c in m.tool_calls or [])
+        return f"[user{hidden}] {m.content}{calls}"
+    if isinstance(m, AssistantMessage):
+        calls = "".join(f"\n  -> {c.function.name}({c.function.arguments})" for c in m.tool_calls or [])
+        return f"[agent] {m.content or ''}{calls}".rstrip()
+    if isinstance(m, ToolMessage):
+        return f"[tool {m.name or ''}{hidden}] {m.content[:300]}"
+    return str(m)

@@ -1,0 +1,456 @@
+"""The world: one episode's database, and the tools that act on it.
+
+A domain's data is built once into a :class:`WorldImage`: a serialized in-memory SQLite database with
+triggers that record every row a write touches. A :class:`World` is a live copy of an image; loading an
+image is a memory copy (``sqlite3.Connection.deserialize``), which is what makes ``reset`` cheap.
+
+Because the image knows the hash of every row it started with, and the triggers know which rows changed
+since, ``state_hash`` and ``diff`` cost time in proportion to the rows an episode changed, not to the
+size of the world.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from pydantic import BaseModel
+from sqlalchemy import Connection, MetaData, create_engine
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.pool import StaticPool
+from sqlalchemy.sql import ClauseElement
+
+from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit
+
+if TYPE_CHECKING:
+    from mua_gym.domain import Domain
+
+__all__ = ["ChangeSet", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage", "WorldSnapshot"]
+
+Requestor = Literal["assistant", "user"]
+Key = tuple[Any, ...]
+Row = tuple[Any, ...]
+
+_CHANGES = "_mua_changes"
+_MOD = 1 << 128
+_image_ids = itertools.count(1)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _row_hash(table: str, row: Row) -> int:
+    digest = hashlib.blake2b(repr((table, row)).encode(), digest_size=16).digest()
+    return int.from_bytes(digest, "big")
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """How one table is hashed and compared: its compared (non-volatile) columns and primary key."""
+
+    name: str
+    columns: tuple[str, ...]
+    key_positions: tuple[int, ...]
+    select_by_rowid: str
+    select_by_key: str
+    select_all: str
+
+    @classmethod
+    def of(cls, table: Any) -> "TableInfo":
+        columns = tuple(c.name for c in table.columns if not c.info.get("volatile", False))
+        key = [c.name for c in table.primary_key.columns]
+        if not key:
+            raise ValueError(f"table {table.name!r} needs a primary key to be compared")
+        positions = tuple(columns.index(k) for k in key)
+        cols = ", ".join(_q(c) for c in columns)
+        where_key = " AND ".join(f"{_q(k)} = ?" for k in key)
+        return cls(
+            name=table.name,
+            columns=columns,
+            key_positions=positions,
+            select_by_rowid=f"SELECT {cols} FROM {_q(table.name)} WHERE rowid = ?",
+            select_by_key=f"SELECT {cols} FROM {_q(table.name)} WHERE {where_key}",
+            select_all=f"SELECT {cols} FROM {_q(table.name)}",
+        )
+
+    def key(self, row: Row) -> Key:
+        return tuple(row[i] for i in self.key_positions)
+
+    def as_dict(self, row: Row) -> dict[str, Any]:
+        return {c: _json_safe(v) for c, v in zip(self.columns, row)}
+
+    def key_dict(self, key: Key) -> dict[str, Any]:
+        return {self.columns[i]: _json_safe(v) for i, v in zip(self.key_positions, key)}
+
+
+def _json_safe(value: Any) -> Any:
+    return value.hex() if isinstance(value, (bytes, bytearray, memoryview)) else value
+
+
+def _install_change_tracking(raw: sqlite3.Connection, tables: list[str]) -> None:
+    raw.execute(
+        f"CREATE TABLE {_CHANGES} (tbl TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (tbl, rid)) WITHOUT ROWID"
+    )
+    for t in tables:
+        lit = "'" + t.replace("'", "''") + "'"
+        record = f"INSERT OR IGNORE INTO {_CHANGES} VALUES ({lit}, %s.rowid);"
+        raw.executescript(
+            f"CREATE TRIGGER {_q('_mua_i_' + t)} AFTER INSERT ON {_q(t)} BEGIN {record % 'NEW'} END;"
+            f"CREATE TRIGGER {_q('_mua_d_' + t)} AFTER DELETE ON {_q(t)} BEGIN {record % 'OLD'} END;"
+            f"CREATE TRIGGER {_q('_mua_u_' + t)} AFTER UPDATE ON {_q(t)} BEGIN {record % 'OLD'} {record % 'NEW'} END;"
+        )
+
+
+def _connect(data: bytes | None = None) -> sqlite3.Connection:
+    raw = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    if data is not None:
+        raw.deserialize(data)
+    # REPLACE conflict resolution deletes rows silently unless this is on; the triggers must see it.
+    raw.execute("PRAGMA recursive_triggers = ON")
+    raw.execute("PRAGMA foreign_keys = ON")
+    return raw
+
+
+def _engine_over(raw: sqlite3.Connection) -> Connection:
+    engine = create_engine("sqlite://", creator=lambda: raw, poolclass=StaticPool, isolation_level="AUTOCOMMIT")
+    return engine.connect()
+
+
+class WorldImage:
+    """An immutable starting database: its bytes, the hash of its content, and a copy for look-ups.
+
+    Build one with :meth:`build`; a domain caches one per (source, seed, parameters).
+    """
+
+    def __init__(self, metadata: MetaData, raw: sqlite3.Connection, name: str = "") -> None:
+        self.id = next(_image_ids)
+        self.name = name
+        self.metadata = metadata
+        self.tables: dict[str, TableInfo] = {t.name: TableInfo.of(t) for t in metadata.sorted_tables}
+        self._lookup = raw
+        self.data: bytes = raw.serialize()
+        total = 0
+        for info in self.tables.values():
+            for row in raw.execute(info.select_all):
+                total += _row_hash(info.name, row)
+        self.hash = total % _MOD
+
+    @classmethod
+    def build(cls, metadata: MetaData, populate: Callable[[Connection], None], name: str = "") -> "WorldImage":
+        """Creates the schema, runs ``populate(connection)`` in one transaction, and freezes the result."""
+        raw = _connect()
+        conn = _engine_over(raw)
+        metadata.create_all(conn)
+        raw.execute("BEGIN")
+        try:
+            populate(conn)
+        except BaseException:
+            raw.execute("ROLLBACK")
+            raise
+        raw.execute("COMMIT")
+        _install_change_tracking(raw, [t.name for t in metadata.sorted_tables])
+        conn.close()
+        raw.execute("VACUUM")
+        return cls(metadata, raw, name)
+
+    def base_row(self, table: str, rowid: int) -> Row | None:
+        return self._lookup.execute(self.tables[table].select_by_rowid, (rowid,)).fetchone()
+
+    def base_row_by_key(self, table: str, key: Key) -> Row | None:
+        return self._lookup.execute(self.tables[table].select_by_key, key).fetchone()
+
+
+@dataclass(frozen=True)
+class WorldSnapshot:
+    """A world's full state at one moment; restore it into any world made from the same image."""
+
+    image_id: int
+    data: bytes
+
+
+# A change set maps table -> primary key -> the row as it is now (None: deleted), for every row whose
+# content differs from the image it started from.
+ChangeSet = dict[str, dict[Key, "Row | None"]]
+
+
+class RowDiff(BaseModel):
+    key: dict[str, Any]
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    changed: list[str] = []
+
+
+class TableDiff(BaseModel):
+    inserted: list[RowDiff] = []
+    deleted: list[RowDiff] = []
+    updated: list[RowDiff] = []
+
+
+class WorldDiff(BaseModel):
+    """What turns one world into another: per table, the rows inserted, deleted and updated."""
+
+    tables: dict[str, TableDiff] = {}
+
+    @property
+    def empty(self) -> bool:
+        return not self.tables
+
+    def count(self) -> int:
+        return sum(len(t.inserted) + len(t.deleted) + len(t.updated) for t in self.tables.values())
+
+
+def diff_rows(info: TableInfo, key: Key, before: Row | None, after: Row | None, out: TableDiff) -> None:
+    """Adds the difference between two versions of one row (either may be absent) to ``out``."""
+    if before == after:
+        return
+    if before is None:
+        out.inserted.append(RowDiff(key=info.key_dict(key), after=info.as_dict(after)))  # type: ignore[arg-type]
+    elif after is None:
+        out.deleted.append(RowDiff(key=info.key_dict(key), before=info.as_dict(before)))
+    else:
+        changed = [c for c, a, b in zip(info.columns, before, after) if a != b]
+        out.updated.append(RowDiff(
+            key=info.key_dict(key),
+            before={c: _json_safe(before[info.columns.index(c)]) for c in changed},
+            after={c: _json_safe(after[info.columns.index(c)]) for c in changed},
+            changed=changed,
+        ))
+
+
+_DIALECT = sqlite_dialect.dialect()
+_NO_DEFAULT = object()
+_compiled: dict[int, tuple[ClauseElement, str, tuple[tuple[str, Any], ...]]] = {}
+
+
+def compile_statement(stmt: ClauseElement) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """SQL text and parameter order for a Core statement, compiled once per statement object.
+
+    Tools build their statements once (module level, with ``bindparam``) and run them through
+    :meth:`World.fetch_one` and friends: compiling per call, and SQLAlchemy's per-execution machinery,
+    cost ten times more than the query itself on a small in-memory database.
+    """
+    found = _compiled.get(id(stmt))
+    if found is not None and found[0] is stmt:
+        return found[1], found[2]
+    compiled = stmt.compile(dialect=_DIALECT)
+    sql = compiled.string
+    if "POSTCOMPILE" in sql:
+        raise ValueError("expanding parameters (IN lists) are not supported in precompiled statements")
+    params = []
+    for name in compiled.positiontup or ():
+        bind = compiled.binds[name]
+        # Literals written into a statement (``== "order"``, ``round(x, 2)``) are bound parameters too.
+        params.append((name, _NO_DEFAULT if bind.required or bind.callable else bind.value))
+    _compiled[id(stmt)] = (stmt, sql, tuple(params))
+    return sql, tuple(params)
+
+
+class World:
+    """A live, isolated database for one episode, with the domain's tools bound to it.
+
+    Tools read and write with :meth:`fetch_one`, :meth:`fetch_all`, :meth:`fetch_scalar` and
+    :meth:`execute` (precompiled Core statements, bound parameters), or through ``conn``, a SQLAlchemy
+    connection (autocommit; every tool call runs in a savepoint either way).
+    """
+
+    def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
+                 domain: "Domain | None" = None) -> None:
+        self.image = image
+        self.domain = domain
+        self.tools = tools or Toolkit()
+        self.user_tools = user_tools or Toolkit()
+        self.raw = _connect(image.data)
+        self.conn = _engine_over(self.raw)
+        #: Who is calling the running tool ("assistant" or "user"); tools may read it.
+        self.requestor: Requestor = "assistant"
+
+    # -- queries -----------------------------------------------------------------------------------
+    def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> sqlite3.Cursor:
+        sql, names = compile_statement(stmt)
+        values = []
+        for name, default in names:
+            value = params.get(name, default)
+            if value is _NO_DEFAULT:
+                raise TypeError(f"missing query parameter {name!r}")
+            values.append(value)
+        return self.raw.execute(sql, values)
+
+    def fetch_all(self, stmt: ClauseElement, **params: Any) -> list[dict[str, Any]]:
+        cur = self._cursor(stmt, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def fetch_one(self, stmt: ClauseElement, **params: Any) -> dict[str, Any] | None:
+        cur = self._cursor(stmt, params)
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row))
+
+    def fetch_scalar(self, stmt: ClauseElement, **params: Any) -> Any:
+        row = self._cursor(stmt, params).fetchone()
+        return None if row is None else row[0]
+
+    def fetch_column(self, stmt: ClauseElement, **params: Any) -> list[Any]:
+        return [row[0] for row in self._cursor(stmt, params).fetchall()]
+
+    def execute(self, stmt: ClauseElement, **params: Any) -> int:
+        """Runs a write statement; returns the number of rows it touched."""
+        return self._cursor(stmt, params).rowcount
+
+    # -- state -------------------------------------------------------------------------------------
+    def load(self, data: bytes) -> None:
+        """Replaces the whole database with ``data`` (bytes of this world's image or a snapshot of it)."""
+        self.raw.deserialize(data)
+
+    def reset(self) -> None:
+        """Back to the image's state."""
+        self.raw.deserialize(self.image.data)
+
+    def snapshot(self) -> WorldSnapshot:
+        return WorldSnapshot(self.image.id, self.raw.serialize())
+
+    def restore(self, snapshot: WorldSnapshot) -> None:
+        if snapshot.image_id != self.image.id:
+            raise ValueError("snapshot was taken from a world of another image")
+        self.raw.deserialize(snapshot.data)
+
+    def _changed_rowids(self) -> list[tuple[str, int]]:
+        return self.raw.execute(f"SELECT tbl, rid FROM {_CHANGES}").fetchall()
+
+    def state_hash(self) -> str:
+        """A canonical hash of the content (row order and volatile columns ignored), as 32 hex digits."""
+        total = self.image.hash
+        for table, rowid in self._changed_rowids():
+            old = self.image.base_row(table, rowid)
+            if old is not None:
+                total -= _row_hash(table, old)
+            new = self.raw.execute(self.image.tables[table].select_by_rowid, (rowid,)).fetchone()
+            if new is not None:
+                total += _row_hash(table, new)
+        return f"{total % _MOD:032x}"
+
+    def changes(self) -> ChangeSet:
+        """Every row whose content differs from the image, by table and primary key."""
+        current: dict[str, dict[Key, Row | None]] = {}
+        removed: dict[str, set[Key]] = {}
+        for table, rowid in self._changed_rowids():
+            info = self.image.tables[table]
+            new = self.raw.execute(info.select_by_rowid, (rowid,)).fetchone()
+            if new is not None:
+                current.setdefault(table, {})[info.key(new)] = new
+            old = self.image.base_row(table, rowid)
+            if old is not None:
+                removed.setdefault(table, set()).add(info.key(old))
+        out: ChangeSet = {}
+        for table in set(current) | set(removed):
+            rows = current.get(table, {})
+            changed: dict[Key, Row | None] = {}
+            for key, row in rows.items():
+                if self.image.base_row_by_key(table, key) != row:
+                    changed[key] = row
+            for key in removed.get(table, ()):
+                if key not in rows:
+                    changed[key] = None
+            if changed:
+                out[table] = changed
+        return out
+
+    def row(self, table: str, key: Key) -> Row | None:
+        """The current row of ``table`` with primary key ``key`` (compared columns only)."""
+        return self.raw.execute(self.image.tables[table].select_by_key, key).fetchone()
+
+    def diff(self, other: "World") -> WorldDiff:
+        """What turns this world into ``other``: rows ``other`` has and this lacks are 'inserted'."""
+        out: dict[str, TableDiff] = {}
+        if other.image is self.image:
+            mine, theirs = self.changes(), other.changes()
+            for table in sorted(set(mine) | set(theirs)):
+                info, td = self.image.tables[table], TableDiff()
+                a, b = mine.get(table, {}), theirs.get(table, {})
+                for key in sorted(set(a) | set(b), key=repr):
+                    before = a[key] if key in a else self.image.base_row_by_key(table, key)
+                    after = b[key] if key in b else self.image.base_row_by_key(table, key)
+                    diff_rows(info, key, before, after, td)
+                if td.inserted or td.deleted or td.updated:
+                    out[table] = td
+            return WorldDiff(tables=out)
+        for table, info in self.image.tables.items():
+            other_info = other.image.tables.get(table)
+            if other_info is None or other_info.columns != info.columns:
+                raise ValueError(f"cannot compare worlds with different schemas (table {table!r})")
+            a = {info.key(r): r for r in self.raw.execute(info.select_all)}
+            b = {info.key(r): r for r in other.raw.execute(info.select_all)}
+            td = TableDiff()
+            for key in sorted(set(a) | set(b), key=repr):
+                diff_rows(info, key, a.get(key), b.get(key), td)
+            if td.inserted or td.deleted or td.updated:
+                out[table] = td
+        return WorldDiff(tables=out)
+
+    # -- tools -------------------------------------------------------------------------------------
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None,
+                  requestor: Requestor = "assistant") -> ToolResult:
+        """Runs one tool call atomically. Never raises for bad input: problems come back as errors."""
+        if requestor == "assistant":
+            kit, others, who = self.tools, self.user_tools, "the assistant"
+        elif requestor == "user":
+            kit, others, who = self.user_tools, self.tools, "the user"
+        else:
+            return ToolResult.failure(f"unknown requestor {requestor!r}")
+        found: Tool | None = kit.tools.get(name) if isinstance(name, str) else None
+        if found is None:
+            if isinstance(name, str) and name in others:
+                return ToolResult.failure(f"tool '{name}' is not available to {who}")
+            return ToolResult.failure(f"unknown tool '{name}'")
+        args = _parse_arguments(name, arguments)
+        if isinstance(args, ToolResult):
+            return args
+        try:
+            kwargs = found.validate(args)
+        except ToolError as exc:
+            return ToolResult.failure(str(exc))
+        self.requestor = requestor
+        self.raw.execute("SAVEPOINT mua_tool")
+        try:
+            value = found.function(self, **kwargs) if found.takes_world else found.function(**kwargs)
+            content = render_result(value)
+        except Exception as exc:  # a failing tool must leave the world exactly as it was
+            self.raw.execute("ROLLBACK TO mua_tool")
+            self.raw.execute("RELEASE mua_tool")
+            return ToolResult.failure(str(exc) or type(exc).__name__)
+        finally:
+            self.requestor = "assistant"
+        self.raw.execute("RELEASE mua_tool")
+        return ToolResult(content=content, error=False)
+
+    def close(self) -> None:
+        self.conn.close()
+        self.raw.close()
+
+
+def _parse_arguments(name: str, arguments: Any) -> dict[str, Any] | ToolResult:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            arguments = json.loads(arguments)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return ToolResult.failure(f"malformed JSON arguments for {name}: {exc}")
+    if not isinstance(arguments, dict):
+        return ToolResult.failure(f"arguments for {name} must be a JSON object, not {type(arguments).__name__}")
+    return arguments
+
+
+def render_result(value: Any) -> str:
+    """The text of a tool message for a tool's return value."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value)

@@ -1,0 +1,91 @@
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import mua_gym
+from mua_gym import registry
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "thirdparty_domain"
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory):
+    """pip-installs the example third-party package into a folder that a child interpreter puts on its path."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(EXAMPLE)], check=True)
+    return target
+
+
+def run_python(code: str, path: Path) -> subprocess.CompletedProcess:
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(path))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_entry_point_domain_is_found_and_plays(plugin_path):
+    result = run_python("""
+        import mua_gym, gymnasium, sys
+        assert "pizza" in mua_gym.available_domains()
+        assert "mua_pizza" not in sys.modules          # registered by name, loaded lazily
+        env = gymnasium.make("mua/Pizza-v0")
+        from mua_gym.agents import OracleAgent
+        task = mua_gym.get_domain("pizza").tasks("test")[0]
+        obs, info = env.reset(options={"task": task})
+        agent = OracleAgent(task)
+        done = False
+        while not done:
+            obs, reward, terminated, truncated, info = env.step(agent.act(obs))
+            done = terminated or truncated
+        print("reward", reward)
+    """, plugin_path)
+    assert result.returncode == 0, result.stderr
+    assert "reward 1.0" in result.stdout
+
+
+def test_broken_plugin_warns_and_spares_the_others(tmp_path):
+    pkg = tmp_path / "broken_dist-0.1.dist-info"
+    pkg.mkdir()
+    (pkg / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-dist\nVersion: 0.1\n")
+    (pkg / "entry_points.txt").write_text("[mua_gym.domains]\nbroken = no_such_module_xyz:DOMAIN\n")
+    result = run_python("""
+        import warnings, mua_gym
+        assert "broken" in mua_gym.available_domains()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                mua_gym.get_domain("broken")
+            except mua_gym.registry.DomainLoadError as exc:
+                print("error:", exc)
+        print("warned:", [str(w.message) for w in caught])
+        env = mua_gym.make("mua/Mock-v0")
+        env.reset(seed=0)
+        print("mock ok")
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "no_such_module_xyz" in result.stdout and "broken = no_such_module_xyz:DOMAIN" in result.stdout
+    warned = result.stdout.split("warned:", 1)[1]
+    assert "mua_gym: domain plugin entry point broken = no_such_module_xyz:DOMAIN failed to load" in warned
+    assert "mock ok" in result.stdout
+
+
+def test_register_domain_object_directly(mock):
+    from dataclasses import replace
+
+    twin = replace(mock, name="mock_twin", env_name=None)
+    env_id = mua_gym.register_domain(twin)
+    assert env_id == "mua/MockTwin-v0"
+    env = mua_gym.make(env_id)
+    obs, info = env.reset(seed=0)
+    assert info["domain"] == "mock_twin"
+
+
+def test_unknown_domain_is_a_clear_error():
+    with pytest.raises(KeyError, match="unknown domain 'nowhere'"):
+        mua_gym.get_domain("nowhere")
+    assert registry.env_id("my_shop") == "mua/MyShop-v0"

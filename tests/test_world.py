@@ -1,0 +1,172 @@
+import sqlite3
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mua_gym.world import World, WorldImage, _connect
+
+
+def full_hash(world: World) -> str:
+    """The canonical hash recomputed from every row, without change tracking."""
+    image = WorldImage(world.image.metadata, _connect(world.raw.serialize()))
+    return f"{image.hash:032x}"
+
+
+def test_reset_and_hash(world):
+    start = world.state_hash()
+    assert world.call_tool("cancel_order", {"order_id": "O1001", "reason": "no longer needed"}).error is False
+    changed = world.state_hash()
+    assert changed != start
+    assert changed == full_hash(world)
+    world.reset()
+    assert world.state_hash() == start
+    assert world.changes() == {}
+
+
+def test_hash_ignores_row_order_and_volatile_columns(world, mock):
+    start = world.state_hash()
+    world.raw.execute("UPDATE customers SET last_contact = 12345")
+    assert world.state_hash() == start
+    assert world.changes() == {}
+    # Same content, rows re-inserted in another order (other rowids): same hash.
+    rows = world.raw.execute("SELECT * FROM order_lines ORDER BY order_id DESC, line DESC").fetchall()
+    world.raw.execute("PRAGMA foreign_keys = OFF")
+    world.raw.execute("DELETE FROM order_lines")
+    world.raw.executemany("INSERT INTO order_lines VALUES (?, ?, ?, ?, ?)", rows)
+    assert world.state_hash() == start
+    assert world.changes() == {}
+
+
+def test_same_seed_same_world_other_seed_other_world(mock):
+    a = mock.image()
+    b = WorldImage.build(mock.metadata, lambda c: mock.worlds["generated"](c, seed=0))
+    c = WorldImage.build(mock.metadata, lambda c: mock.worlds["generated"](c, seed=1))
+    assert a.hash == b.hash
+    assert a.data == b.data  # bit-identical bytes for the same seed
+    assert a.hash != c.hash
+
+
+def test_failing_write_leaves_world_unchanged(world):
+    before = world.state_hash()
+    snapshot = world.raw.serialize()
+    # Ordering more than the stock fails after the gift-card check; the world must not move.
+    r = world.call_tool("place_order", {"customer_id": "C002", "items": [
+        {"product_id": "P04", "quantity": 1}, {"product_id": "P03", "quantity": 8}], "payment": "gift_card"})
+    assert r.error and r.content.startswith("Error: only 7 of P03")
+    assert world.state_hash() == before
+    assert world.raw.serialize() == snapshot
+
+
+def test_tool_that_raises_midway_is_rolled_back(mock):
+    from mua_gym.tools import Toolkit, tool
+
+    @tool(kind="write")
+    def half_write(world: World) -> str:
+        """Writes, then crashes."""
+        world.raw.execute("UPDATE products SET stock = 0")
+        raise RuntimeError("boom")
+
+    w = World(mock.image(), Toolkit.of(half_write))
+    before = w.state_hash()
+    r = w.call_tool("half_write", {})
+    assert r.error and r.content == "Error: boom"
+    assert w.state_hash() == before
+    assert w.raw.execute("SELECT SUM(stock) FROM products").fetchone()[0] == 259
+
+
+def test_snapshot_restore_round_trip(world, mock):
+    world.call_tool("update_email", {"customer_id": "C003", "email": "x@y.z"})
+    snap = world.snapshot()
+    h = world.state_hash()
+    world.call_tool("cancel_order", {"order_id": "O1007", "reason": "no longer needed"})
+    assert world.state_hash() != h
+    world.restore(snap)
+    assert world.state_hash() == h
+    assert world.changes().keys() == {"customers"}
+    other = mock.new_world()
+    other.restore(snap)  # branching: another world of the same image continues from the snapshot
+    assert other.state_hash() == h
+    foreign = World(WorldImage.build(mock.metadata, lambda c: mock.worlds["generated"](c, seed=3)))
+    with pytest.raises(ValueError):
+        foreign.restore(snap)
+
+
+def test_diff_structure(world, mock):
+    gold = mock.new_world()
+    gold.call_tool("cancel_order", {"order_id": "O1001", "reason": "no longer needed"})
+    gold.call_tool("place_order", {"customer_id": "C001", "items": [{"product_id": "P02", "quantity": 1}],
+                                   "payment": "card"})
+    d = world.diff(gold)
+    assert set(d.tables) == {"orders", "order_lines", "products", "counters"}
+    orders = d.tables["orders"]
+    assert [r.key for r in orders.inserted] == [{"order_id": "O2061"}]
+    assert [(r.key, r.changed, r.before, r.after) for r in orders.updated] == [
+        ({"order_id": "O1001"}, ["status", "cancel_reason"], {"status": "pending", "cancel_reason": None},
+         {"status": "cancelled", "cancel_reason": "no longer needed"})]
+    assert gold.diff(world).tables["orders"].deleted[0].key == {"order_id": "O2061"}
+    assert world.diff(world).empty
+
+
+def test_fast_diff_equals_full_diff(mock):
+    a, b = mock.new_world(), mock.new_world()
+    a.call_tool("update_email", {"customer_id": "C001", "email": "a@b.c"})
+    b.call_tool("return_order", {"order_id": "O1004"})
+    b.call_tool("update_email", {"customer_id": "C001", "email": "q@b.c"})
+    fresh_image = WorldImage.build(mock.metadata, lambda c: mock.worlds["generated"](c, seed=0))
+    b_full = World(fresh_image)
+    b_full.load(b.raw.serialize())
+    assert a.diff(b) == a.diff(b_full)  # same-image fast path vs. the full-table comparison
+
+
+def test_replace_conflicts_are_tracked(world):
+    # INSERT OR REPLACE deletes the old row under the hood; tracking must see it.
+    world.raw.execute("INSERT OR REPLACE INTO products VALUES ('P01', 'Espresso cup', 10.0, 40)")
+    assert world.state_hash() == full_hash(world)
+    assert world.changes() == {"products": {("P01",): ("P01", "Espresso cup", 10.0, 40)}}
+
+
+CALLS = st.one_of(
+    st.builds(lambda o, r: ("cancel_order", {"order_id": o, "reason": r}),
+              st.sampled_from(["O1001", "O1002", "O1003", "O1006", "O2001", "O9999"]),
+              st.sampled_from(["no longer needed", "ordered by mistake", "bored"])),
+    st.builds(lambda o: ("return_order", {"order_id": o}), st.sampled_from(["O1004", "O1005", "O1001", "O2002"])),
+    st.builds(lambda c, e: ("update_email", {"customer_id": c, "email": e}),
+              st.sampled_from(["C001", "C002", "C100", "C999"]),
+              st.sampled_from(["new@x.org", "ben@example.com", "bad", "z@z.z"])),
+    st.builds(lambda c, p, q, pay: ("place_order", {"customer_id": c, "items": [{"product_id": p, "quantity": q}],
+                                                    "payment": pay}),
+              st.sampled_from(["C001", "C002", "C004"]), st.sampled_from(["P01", "P03", "P05", "P99"]),
+              st.integers(1, 9), st.sampled_from(["card", "gift_card"])),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls=st.lists(CALLS, max_size=8))
+def test_tracked_hash_equals_full_hash(mock, calls):
+    w = mock.new_world()
+    for name, args in calls:
+        w.call_tool(name, args)
+    assert w.state_hash() == full_hash(w)
+    # The change set names exactly the rows that differ from a fresh world.
+    fresh = mock.new_world()
+    d = fresh.diff(w)
+    assert d.count() == sum(len(rows) for rows in w.changes().values())
+    w.close()
+    fresh.close()
+
+
+def test_sql_injection_in_arguments_is_inert(world):
+    before = world.state_hash()
+    r = world.call_tool("get_order", {"order_id": "O1001' OR '1'='1"})
+    assert r.error
+    r = world.call_tool("find_customer_by_email", {"email": "x'; DROP TABLE customers; --"})
+    assert r.error
+    assert world.state_hash() == before
+    assert world.raw.execute("SELECT COUNT(*) FROM customers").fetchone()[0] == 24
+
+
+def test_image_is_sqlite(mock):
+    con = sqlite3.connect(":memory:")
+    con.deserialize(mock.image().data)
+    assert con.execute("SELECT COUNT(*) FROM orders").fetchone()[0] == 67

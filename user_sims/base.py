@@ -1,0 +1,72 @@
+"""The user-simulator protocol.
+
+A simulator plays the customer of one episode at a time. The environment calls :meth:`start` once per
+episode, then :meth:`respond` each time the agent speaks. ``respond`` sees the visible conversation from
+the user's side: the agent's texts (never its tool calls, tool results or reasoning), the user's own
+messages, and, in dual-control domains, the user's own tool calls and their results.
+
+A reply either asks to run user tools (``tool_calls``; the environment runs them with
+``requestor="user"`` and calls ``respond`` again with the results appended) or says something
+(``content``). A reply that contains a stop token ends the episode.
+
+Simulators are async because LLM users are network-bound; a simulator must never block the event loop.
+A simulator that cannot answer raises :class:`UserSimulatorError`; the episode then ends truncated with
+``termination_reason="user_error"``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Sequence
+
+from pydantic import BaseModel
+
+from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from mua_gym.task import Task
+
+__all__ = ["STOP_TOKENS", "UserReply", "UserSimulator", "UserSimulatorError", "UserView"]
+
+STOP = "###STOP###"
+TRANSFER = "###TRANSFER###"
+OUT_OF_SCOPE = "###OUT-OF-SCOPE###"
+STOP_TOKENS = (STOP, TRANSFER, OUT_OF_SCOPE)
+
+#: What a simulator sees: the agent's texts, its own messages, its own tool results.
+UserView = Sequence[AssistantMessage | UserMessage | ToolMessage]
+
+
+class UserReply(BaseModel):
+    content: str = ""
+    tool_calls: list[ToolCall] = []
+    #: Token usage and cost of producing this reply, when a model produced it.
+    usage: dict[str, Any] = {}
+
+    @property
+    def stop_token(self) -> str | None:
+        return next((t for t in STOP_TOKENS if t in self.content), None)
+
+
+class UserSimulatorError(RuntimeError):
+    """The simulator could not produce a reply (after its own retries)."""
+
+
+class UserSimulator(abc.ABC):
+    """Base class of user simulators. One instance serves one episode at a time."""
+
+    #: Names the simulator in trajectories (``"scripted"``, ``"litellm:<model>"``, ...).
+    name: str = "user"
+
+    @abc.abstractmethod
+    async def start(self, task: Task, *, seed: int | None = None,
+                    tools: list[dict[str, Any]] | None = None) -> UserReply:
+        """Begins an episode of ``task`` and returns the user's opening message.
+
+        ``tools`` are the OpenAI schemas of the user's own tools in dual-control domains.
+        """
+
+    @abc.abstractmethod
+    async def respond(self, view: UserView) -> UserReply:
+        """The user's next reply to the conversation so far."""
+
+    async def aclose(self) -> None:
+        """Releases any resources (connections, servers)."""
