@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, MetaData, create_engine
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.pool import StaticPool
+from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.sql import ClauseElement
 
 from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit
@@ -145,7 +146,13 @@ class WorldImage:
         """Creates the schema, runs ``populate(connection)`` in one transaction, and freezes the result."""
         raw = _connect()
         conn = _engine_over(raw)
-        metadata.create_all(conn)
+        # Tables, then indexes in name order: create_all's index order varies between processes, and the
+        # image's bytes must not.
+        for table in metadata.sorted_tables:
+            conn.execute(CreateTable(table))
+        for table in metadata.sorted_tables:
+            for index in sorted(table.indexes, key=lambda i: i.name or ""):
+                conn.execute(CreateIndex(index))
         raw.execute("BEGIN")
         try:
             populate(conn)
@@ -237,6 +244,8 @@ def compile_statement(stmt: ClauseElement) -> tuple[str, tuple[tuple[str, Any], 
     found = _compiled.get(id(stmt))
     if found is not None and found[0] is stmt:
         return found[1], found[2]
+    if len(_compiled) > 4096:  # statements built per call (not the intended use) must not grow this forever
+        _compiled.clear()
     compiled = stmt.compile(dialect=_DIALECT)
     sql = compiled.string
     if "POSTCOMPILE" in sql:
