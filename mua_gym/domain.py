@@ -33,7 +33,7 @@ class Domain:
     name: str
     metadata: MetaData
     tools: Toolkit
-    policy: str | Callable[[str], str]
+    policy: str | Callable[..., str]
     worlds: Mapping[str, WorldBuilder]
     task_sources: Mapping[str, TaskSource] = field(default_factory=dict)
     user_tools: Toolkit | None = None
@@ -42,6 +42,8 @@ class Domain:
     reward_basis: tuple[RewardComponent, ...] = ("DB",)
     description: str = ""
     env_name: str | None = None
+    #: A different agent tool set for some sources (e.g. exactly the installed tau2's set for its tasks).
+    source_tools: Mapping[str, Callable[[], Toolkit]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():
@@ -49,7 +51,10 @@ class Domain:
         self.env_name = self.env_name or "".join(p.capitalize() for p in self.name.split("_"))
         self._images: dict[tuple[Any, ...], WorldImage] = {}
         self._tasks: dict[tuple[Any, ...], list[Task]] = {}
+        self._toolkits: dict[str, Toolkit] = {}
+        self._scratch: dict[tuple[int, str], World] = {}
         self._lock = threading.Lock()
+        self.scratch_lock = threading.RLock()
 
     # -- worlds ------------------------------------------------------------------------------------
     def image(self, spec: WorldSpec | None = None) -> WorldImage:
@@ -75,10 +80,29 @@ class Domain:
 
     def new_world(self, source: str = "generated", seed: int = 0, **params: Any) -> World:
         """A fresh live world from the named source."""
-        return self.world_from_image(self.image(WorldSpec(source=source, seed=seed, params=params)))
+        return self.world_from_image(self.image(WorldSpec(source=source, seed=seed, params=params)), source)
 
-    def world_from_image(self, image: WorldImage) -> World:
-        return World(image, self.tools, self.user_tools, domain=self)
+    def toolkit(self, source: str = "generated") -> Toolkit:
+        """The agent's tools for worlds and tasks of ``source``."""
+        found = self._toolkits.get(source)
+        if found is None:
+            make = self.source_tools.get(source)
+            found = self._toolkits[source] = make() if make is not None else self.tools
+        return found
+
+    def world_from_image(self, image: WorldImage, source: str = "generated") -> World:
+        return World(image, self.toolkit(source), self.user_tools, domain=self)
+
+    def scratch_world(self, image: WorldImage, source: str = "generated") -> World:
+        """A world kept per image for one-off work (gold replays, checks); the caller loads what it needs.
+
+        Not for concurrent use: callers hold ``scratch_lock``.
+        """
+        key = (image.id, source)
+        found = self._scratch.get(key)
+        if found is None:
+            found = self._scratch[key] = self.world_from_image(image, source)
+        return found
 
     # -- tasks -------------------------------------------------------------------------------------
     def tasks(self, split: str = "train", source: str = "generated", **params: Any) -> list[Task]:
@@ -98,8 +122,9 @@ class Domain:
         self._tasks[key] = tasks
         return tasks
 
-    def policy_text(self, source: str = "generated") -> str:
-        return self.policy(source) if callable(self.policy) else self.policy
+    def policy_text(self, source: str = "generated", **params: Any) -> str:
+        """The policy for worlds of ``source`` (a callable policy gets ``source`` and the source parameters)."""
+        return self.policy(source, **params) if callable(self.policy) else self.policy
 
     def check_assertion(self, world: World, assertion: EnvAssertion) -> bool:
         fn = self.assertions.get(assertion.name)

@@ -53,8 +53,9 @@ def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
     if isinstance(prepared, PreparedTask):
         return prepared
     image = domain.image(task.world)
-    world = domain.world_from_image(image)
-    try:
+    with domain.scratch_lock:
+        world = domain.scratch_world(image, task.world.source)
+        world.load(image.data)
         for action in task.initial_actions:
             result = world.call_tool(action.name, action.arguments, action.requestor)
             if result.error:
@@ -63,8 +64,6 @@ def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
         start_changes = world.changes()
         results = tuple(world.call_tool(a.name, a.arguments, a.requestor) for a in task.gold_actions)
         prepared = PreparedTask(image, start, start_changes, world.state_hash(), world.changes(), results)
-    finally:
-        world.close()
     task._prepared = prepared
     return prepared
 
