@@ -69,6 +69,7 @@ class AsyncMuaEnv:
         *,
         user: str | UserSimulator = "scripted",
         world: str = "generated",
+        world_params: dict[str, Any] | None = None,
         split: str = "train",
         tasks: list[Task] | None = None,
         max_turns: int = 30,
@@ -82,6 +83,7 @@ class AsyncMuaEnv:
         self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)
         self.user: UserSimulator = make_user(user)
         self.source = world
+        self.world_params = dict(world_params or {})
         self.split = split
         self._tasks = tasks
         if max_turns < 1 or max_tool_errors < 1:
@@ -99,8 +101,8 @@ class AsyncMuaEnv:
         self._seed: int | None = None
         self._entries: list[TrajectoryEntry] = []
         self._user_view: list[Any] = []
-        self._policy = self.domain.policy_text(world)
-        self._tool_schemas = self.domain.tools.schemas()
+        self._policy = self.domain.policy_text(world, **self.world_params)
+        self.tool_schemas = self.domain.toolkit(world).schemas()
         self._user_tool_schemas = self.domain.user_tools.schemas() if self.domain.user_tools else None
         self._done = True
         self._terminated = self._truncated = False
@@ -115,7 +117,7 @@ class AsyncMuaEnv:
     def tasks(self, split: str | None = None) -> list[Task]:
         if self._tasks is not None:
             return self._tasks if split is None else [t for t in self._tasks if t.split == split]
-        return self.domain.tasks(split or self.split, self.source)
+        return self.domain.tasks(split or self.split, self.source, **self.world_params)
 
     def _pick_task(self, options: dict[str, Any]) -> Task:
         if "task" in options:
@@ -144,7 +146,7 @@ class AsyncMuaEnv:
         if self.world is None or self.world.image is not prepared.image:
             if self.world is not None:
                 self.world.close()
-            self.world = self.domain.world_from_image(prepared.image)
+            self.world = self.domain.world_from_image(prepared.image, task.world.source)
         self.world.load(prepared.start)
         self.task = task
         self._done = self._terminated = self._truncated = False
@@ -168,7 +170,7 @@ class AsyncMuaEnv:
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
             self._pending_error = f"{type(exc).__name__}: {exc}"
         info = {
-            "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self._tool_schemas,
+            "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self.tool_schemas,
             "policy": self._policy, "user": self.user.name, "max_turns": self.max_turns,
         }
         if self._pending_error:
@@ -351,7 +353,7 @@ class AsyncMuaEnv:
             raise RuntimeError("no episode yet: call reset() first")
         return Trajectory(
             task_id=self.task.id, domain=self.domain.name, seed=self._seed, user=self.user.name,
-            tools=self._tool_schemas, entries=list(self._entries), reward=self._reward,
+            tools=self.tool_schemas, entries=list(self._entries), reward=self._reward,
             reward_info=self._reward_info, terminated=self._terminated, truncated=self._truncated,
             termination_reason=self._reason, turns=self._turns, tool_calls=self._tool_calls,
             tool_errors=self._tool_errors, user_tool_calls=self._user_tool_calls, usage=dict(self._usage),

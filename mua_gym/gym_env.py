@@ -82,7 +82,7 @@ class MuaEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.core = AsyncMuaEnv(domain, **kwargs)
         self.observation_space = MessagesSpace()
-        self.action_space = ActionSpace(self.core.domain.tools.names())
+        self.action_space = ActionSpace([t["function"]["name"] for t in self.core.tool_schemas])
         self._runner = _Runner()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
