@@ -41,7 +41,7 @@ def _eval(node: ast.AST) -> float:
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
-            raise ArithmeticError_("exponent too large")
+            left = float(left)  # a float power overflows at once where an exact integer power would run long
         try:
             return _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:

@@ -8,13 +8,19 @@ from mua_gym.tools import ToolError, tool
 __all__ = ["calculate", "transfer_to_human_agents"]
 
 
+_ALLOWED = set("0123456789+-*/(). ")
+
+
 @tool(kind="generic")
 def calculate(expression: str) -> str:
-    """Calculate the result of an arithmetic expression.
+    """Work out an arithmetic expression; the result is rounded to two decimals.
 
     Args:
-        expression: The expression, using numbers, parentheses and + - * / operators, such as '2 * (3 + 4)'.
+        expression: Numbers, parentheses, spaces and the operators + - * /, e.g. '(19.99 * 2) - 5'.
     """
+    # The same characters as tau2's calculate accepts, so the same calls succeed in both.
+    if not set(expression) <= _ALLOWED:
+        raise ToolError("Invalid characters in expression")
     try:
         value = evaluate_expression(expression)
     except ValueError as exc:
