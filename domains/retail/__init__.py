@@ -1,0 +1,58 @@
+"""Retail: an online store's customer support, with TAU2 Retail's tool interface on an SQL world.
+
+World sources: ``generated`` (seeded worlds of our own, ``size`` from tiny to 10x) and ``tau2`` (TAU2's
+retail database, read from the installed ``tau2`` package or ``path=``). Task sources: ``generated``
+(unlimited verified tasks of our own) and ``tau2`` (TAU2's 114 tasks, train/test).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mua_gym import tau2
+from mua_gym.domain import Domain
+from mua_gym.domains.retail.schema import Base
+from mua_gym.domains.retail.tau2_format import build_tau2, tau2_tasks
+from mua_gym.domains.retail.tools import AGENT_TOOLS
+from mua_gym.tools import Toolkit
+
+POLICY = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
+
+
+def policy(source: str, path: str | None = None, **params: Any) -> str:
+    """Our policy for our worlds; TAU2's own policy, read at run time, for TAU2's."""
+    return tau2.read_policy("retail", path) if source == "tau2" else POLICY
+
+
+def tau2_toolkit() -> Toolkit:
+    """Exactly the installed tau2's retail tool set (26.3 lacks get_item_details, added upstream later)."""
+    source = tau2.tau2_tools_source("retail")
+    if source is not None and "def get_item_details" not in source:
+        return AGENT_TOOLS.without(["get_item_details"])
+    return AGENT_TOOLS
+
+
+def _generated_world(conn: Any, **params: Any) -> None:
+    from mua_gym.domains.retail.generate import build_generated
+
+    build_generated(conn, **params)
+
+
+def _generated_tasks(domain: Domain, split: str, **params: Any) -> list:
+    from mua_gym.domains.retail.taskgen import generated_tasks
+
+    return generated_tasks(domain, split, **params)
+
+
+DOMAIN = Domain(
+    name="retail",
+    metadata=Base.metadata,
+    tools=AGENT_TOOLS,
+    policy=policy,
+    worlds={"generated": _generated_world, "tau2": build_tau2},
+    task_sources={"generated": _generated_tasks, "tau2": tau2_tasks},
+    source_tools={"tau2": tau2_toolkit},
+    reward_basis=("DB", "COMMUNICATE"),
+    description="An online store: users, payment methods, products and their items, orders.",
+)

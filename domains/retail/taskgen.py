@@ -1,0 +1,403 @@
+"""Unlimited grounded retail tasks: read a generated world, write conversations that are true in it.
+
+Every task is built from the user's real orders, items and payment methods, and is verified when it is
+made: every gold call succeeds, replaying the gold actions scores 1.0, and doing nothing scores 0.0.
+Splits are disjoint by user (a seeded permutation of the world's users: 80% train, 10% dev, 10% test).
+
+Categories: cancel, modify_items, modify_address, modify_payment, user_address, return, exchange,
+information (order total, tracking number, gift card balance; judged by COMMUNICATE), refusal (a request
+the policy forbids: the right answer looks it up and changes nothing), and multi (2-3 intents). Each task
+authenticates by email or by name and zip. ``difficulty`` 1-3 sets the number of intents; 3 also adds a
+forbidden request as a trap.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mua_gym.domain import Domain
+from mua_gym.reward import evaluate, prepare_task
+from mua_gym.messages import AssistantMessage, ToolCall
+from mua_gym.task import Action, EvaluationSpec, Task, UserScenario, WorldSpec
+
+__all__ = ["DEFAULT_COUNTS", "generated_tasks"]
+
+DEFAULT_COUNTS = {"train": 2000, "dev": 200, "test": 200}
+SPLIT_CODES = {"train": 0, "dev": 1, "test": 2}
+SINGLE = ["cancel", "modify_items", "modify_address", "modify_payment", "user_address", "return", "exchange",
+          "information", "refusal"]
+STREETS = ["Birch Lane", "Harbor Road", "Willow Way", "Summit Avenue", "Orchard Street", "Lakeview Drive"]
+CITIES = [("Portland", "OR", "97205"), ("Madison", "WI", "53703"), ("Raleigh", "NC", "27601"),
+          ("Tucson", "AZ", "85701"), ("Boise", "ID", "83702"), ("Albany", "NY", "12207")]
+
+
+@dataclass
+class Intent:
+    """One request of the customer: what they say, the gold calls it needs, what the agent must tell."""
+
+    category: str
+    says: str
+    gold: list[Action]
+    communicate: list[str] = field(default_factory=list)
+    checks: list[Action] = field(default_factory=list)  # look-ups a refusal must make (ACTION basis)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+class Snapshot:
+    """The generated world as plain Python data, read once per world."""
+
+    def __init__(self, raw: Any) -> None:
+        q = raw.execute
+        self.users = [dict(zip(("user_id", "first_name", "last_name", "email", "zip", "address1", "address2", "city",
+                                "state", "country"), r))
+                      for r in q("SELECT user_id, first_name, last_name, email, zip, address1, address2, city, state, "
+                                 "country FROM users ORDER BY position")]
+        self.methods: dict[str, list[dict]] = {}
+        for uid, mid, source, balance in q("SELECT user_id, method_id, source, balance FROM payment_methods "
+                                           "ORDER BY user_id, position"):
+            self.methods.setdefault(uid, []).append({"id": mid, "source": source, "balance": balance})
+        self.orders: dict[str, list[dict]] = {}
+        for oid, uid, status in q("SELECT order_id, user_id, status FROM orders ORDER BY position"):
+            self.orders.setdefault(uid, []).append({"id": oid, "status": status, "items": [], "payments": [],
+                                                    "tracking": []})
+        by_id = {o["id"]: o for os in self.orders.values() for o in os}
+        for oid, pid, iid, price, name, options in q(
+                "SELECT order_id, product_id, item_id, price, name, options FROM order_items ORDER BY order_id, position"):
+            by_id[oid]["items"].append({"product_id": pid, "item_id": iid, "price": price, "name": name,
+                                        "options": json.loads(options)})
+        for oid, kind, amount, mid in q("SELECT order_id, transaction_type, amount, payment_method_id FROM payments "
+                                        "ORDER BY order_id, position"):
+            by_id[oid]["payments"].append({"type": kind, "amount": amount, "method": mid})
+        for oid, tracking in q("SELECT order_id, tracking_ids FROM fulfillments ORDER BY order_id, position"):
+            by_id[oid]["tracking"] += json.loads(tracking)
+        self.variants: dict[str, list[dict]] = {}
+        for pid, iid, options, available, price in q(
+                "SELECT product_id, item_id, options, available, price FROM variants ORDER BY product_id, position"):
+            self.variants.setdefault(pid, []).append({"item_id": iid, "options": json.loads(options),
+                                                      "available": bool(available), "price": price})
+
+
+def _options(options: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in options.items())
+
+
+def _money(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def _a(name: str, **arguments: Any) -> Action:
+    return Action(name=name, arguments=arguments)
+
+
+class _Maker:
+    def __init__(self, snap: Snapshot, rng: np.random.Generator, user: dict) -> None:
+        self.snap, self.rng, self.user = snap, rng, user
+        self.used: set[str] = set()  # orders already part of this task
+
+    def pick(self, items: list[Any]) -> Any:
+        return items[int(self.rng.integers(len(items)))]
+
+    def orders(self, *statuses: str) -> list[dict]:
+        return [o for o in self.snap.orders.get(self.user["user_id"], [])
+                if o["status"] in statuses and o["id"] not in self.used]
+
+    def swaps(self, order: dict) -> list[tuple[int, dict]]:
+        """(item position, another available variant of the same product) pairs for this order."""
+        out = []
+        for pos, item in enumerate(order["items"]):
+            others = [v for v in self.snap.variants.get(item["product_id"], [])
+                      if v["available"] and v["item_id"] != item["item_id"]]
+            if others:
+                out.append((pos, self.pick(others)))
+        return out
+
+    def method_for(self, amount: float, exclude: str | None = None) -> dict | None:
+        usable = [m for m in self.snap.methods.get(self.user["user_id"], [])
+                  if m["id"] != exclude and (m["source"] != "gift_card" or (m["balance"] or 0) >= amount)]
+        return self.pick(usable) if usable else None
+
+    # -- intents -----------------------------------------------------------------------------------
+    def cancel(self) -> Intent | None:
+        pending = self.orders("pending")
+        if not pending:
+            return None
+        order = self.pick(pending)
+        reason = self.pick(["no longer needed", "ordered by mistake"])
+        self.used.add(order["id"])
+        why = "I don't need it anymore" if reason == "no longer needed" else "I ordered it by mistake"
+        return Intent("cancel", f"Please cancel my order {order['id']}; {why}.",
+                      [_a("get_order_details", order_id=order["id"]),
+                       _a("cancel_pending_order", order_id=order["id"], reason=reason)],
+                      facts={"order_id": order["id"], "reason": reason})
+
+    def modify_items(self) -> Intent | None:
+        for order in self.rng.permutation(np.array(self.orders("pending"), dtype=object)):
+            swaps = self.swaps(order)
+            if not swaps:
+                continue
+            chosen = swaps[: 1 + int(self.rng.integers(min(2, len(swaps))))]
+            diff = sum(v["price"] - order["items"][pos]["price"] for pos, v in chosen)
+            method = self.method_for(max(diff, 0.0))
+            if method is None:
+                continue
+            self.used.add(order["id"])
+            olds = [order["items"][pos]["item_id"] for pos, _ in chosen]
+            news = [v["item_id"] for _, v in chosen]
+            wants = "; ".join(f"the {order['items'][pos]['name']} ({_options(order['items'][pos]['options'])}) "
+                              f"changed to {_options(v['options'])}" for pos, v in chosen)
+            products = list(dict.fromkeys(order["items"][pos]["product_id"] for pos, _ in chosen))
+            return Intent("modify_items",
+                          f"In my pending order {order['id']} I'd like {wants}. Use {method['id']} for any "
+                          f"price difference.",
+                          [_a("get_order_details", order_id=order["id"]),
+                           *[_a("get_product_details", product_id=p) for p in products],
+                           _a("modify_pending_order_items", order_id=order["id"], item_ids=olds, new_item_ids=news,
+                              payment_method_id=method["id"])],
+                          facts={"order_id": order["id"], "item_ids": olds, "new_item_ids": news,
+                                 "payment_method_id": method["id"]})
+        return None
+
+    def _address(self) -> dict[str, str]:
+        city, state, zip_code = self.pick(CITIES)
+        return {"address1": f"{int(self.rng.integers(10, 9999))} {self.pick(STREETS)}",
+                "address2": self.pick(["", f"Apt {int(self.rng.integers(1, 40))}", f"Suite {int(self.rng.integers(100, 999))}"]),
+                "city": city, "state": state, "country": "USA", "zip": zip_code}
+
+    @staticmethod
+    def _say_address(a: dict[str, str]) -> str:
+        return ", ".join(x for x in (a["address1"], a["address2"], a["city"], a["state"], a["zip"], a["country"]) if x)
+
+    def modify_address(self) -> Intent | None:
+        pending = self.orders("pending")
+        if not pending:
+            return None
+        order = self.pick(pending)
+        self.used.add(order["id"])
+        address = self._address()
+        return Intent("modify_address",
+                      f"Please ship my order {order['id']} to {self._say_address(address)} instead.",
+                      [_a("get_order_details", order_id=order["id"]),
+                       _a("modify_pending_order_address", order_id=order["id"], **address)],
+                      facts={"order_id": order["id"], "address": address})
+
+    def modify_payment(self) -> Intent | None:
+        for order in self.orders("pending"):
+            if len(order["payments"]) != 1 or order["payments"][0]["type"] != "payment":
+                continue
+            method = self.method_for(order["payments"][0]["amount"], exclude=order["payments"][0]["method"])
+            if method is None:
+                continue
+            self.used.add(order["id"])
+            return Intent("modify_payment", f"I'd like to pay for order {order['id']} with {method['id']} instead.",
+                          [_a("get_order_details", order_id=order["id"]),
+                           _a("modify_pending_order_payment", order_id=order["id"], payment_method_id=method["id"])],
+                          facts={"order_id": order["id"], "payment_method_id": method["id"]})
+        return None
+
+    def user_address(self) -> Intent | None:
+        address = self._address()
+        return Intent("user_address", f"Please update the default address on my account to "
+                                      f"{self._say_address(address)}.",
+                      [_a("get_user_details", user_id=self.user["user_id"]),
+                       _a("modify_user_address", user_id=self.user["user_id"], **address)],
+                      facts={"address": address})
+
+    def return_(self) -> Intent | None:
+        delivered = [o for o in self.orders("delivered") if o["payments"]]
+        if not delivered:
+            return None
+        order = self.pick(delivered)
+        self.used.add(order["id"])
+        count = 1 + int(self.rng.integers(len(order["items"])))
+        picked = sorted(int(i) for i in self.rng.choice(len(order["items"]), size=count, replace=False))
+        items = [order["items"][i] for i in picked]
+        gift = [m for m in self.snap.methods.get(self.user["user_id"], []) if m["source"] == "gift_card"]
+        method = self.pick(gift) if gift and self.rng.random() < 0.3 else {"id": order["payments"][0]["method"]}
+        names = ", ".join(f"the {i['name']} ({_options(i['options'])})" for i in items)
+        return Intent("return", f"I want to return {names} from my delivered order {order['id']}, refunded to "
+                                f"{method['id']}.",
+                      [_a("get_order_details", order_id=order["id"]),
+                       _a("return_delivered_order_items", order_id=order["id"], item_ids=[i["item_id"] for i in items],
+                          payment_method_id=method["id"])],
+                      facts={"order_id": order["id"], "item_ids": [i["item_id"] for i in items],
+                             "payment_method_id": method["id"]})
+
+    def exchange(self) -> Intent | None:
+        for order in self.rng.permutation(np.array(self.orders("delivered"), dtype=object)):
+            swaps = self.swaps(order)
+            if not swaps:
+                continue
+            chosen = swaps[: 1 + int(self.rng.integers(min(2, len(swaps))))]
+            diff = round(sum(v["price"] - order["items"][pos]["price"] for pos, v in chosen), 2)
+            method = self.method_for(max(diff, 0.0))
+            if method is None:
+                continue
+            self.used.add(order["id"])
+            olds = [order["items"][pos]["item_id"] for pos, _ in chosen]
+            news = [v["item_id"] for _, v in chosen]
+            wants = "; ".join(f"the {order['items'][pos]['name']} ({_options(order['items'][pos]['options'])}) "
+                              f"for one with {_options(v['options'])}" for pos, v in chosen)
+            products = list(dict.fromkeys(order["items"][pos]["product_id"] for pos, _ in chosen))
+            return Intent("exchange",
+                          f"From my delivered order {order['id']} I want to exchange {wants}. Use {method['id']} "
+                          f"for any price difference.",
+                          [_a("get_order_details", order_id=order["id"]),
+                           *[_a("get_product_details", product_id=p) for p in products],
+                           _a("exchange_delivered_order_items", order_id=order["id"], item_ids=olds,
+                              new_item_ids=news, payment_method_id=method["id"])],
+                          facts={"order_id": order["id"], "item_ids": olds, "new_item_ids": news})
+        return None
+
+    def information(self) -> Intent | None:
+        kind = self.pick(["total", "tracking", "balance"])
+        gift = [m for m in self.snap.methods.get(self.user["user_id"], []) if m["source"] == "gift_card"]
+        if kind == "balance" and gift:
+            card = self.pick(gift)
+            return Intent("information", f"What is the balance left on my gift card {card['id']}?",
+                          [_a("get_user_details", user_id=self.user["user_id"])],
+                          communicate=[_money(card["balance"] or 0.0)], facts={"gift_card": card["id"]})
+        tracked = [o for o in self.orders("delivered", "processed") if o["tracking"]]
+        if kind == "tracking" and tracked:
+            order = self.pick(tracked)
+            self.used.add(order["id"])
+            return Intent("information", f"What is the tracking number of my order {order['id']}?",
+                          [_a("get_order_details", order_id=order["id"])], communicate=[order["tracking"][0]],
+                          facts={"order_id": order["id"]})
+        candidates = self.orders("pending", "processed", "delivered")
+        if not candidates:
+            return None
+        order = self.pick(candidates)
+        self.used.add(order["id"])
+        total = round(sum(i["price"] for i in order["items"]), 2)
+        return Intent("information", f"How much did I pay in total for order {order['id']}?",
+                      [_a("get_order_details", order_id=order["id"])], communicate=[_money(total)],
+                      facts={"order_id": order["id"]})
+
+    def refusal(self) -> Intent | None:
+        options = []
+        done = self.orders("delivered", "processed")
+        if done:
+            options.append(("cancel", self.pick(done)))
+        pending = self.orders("pending")
+        if pending:
+            options.append(("return", self.pick(pending)))
+        if not options:
+            return None
+        kind, order = self.pick(options)
+        self.used.add(order["id"])
+        says = (f"Cancel my order {order['id']} please, I don't want it anymore." if kind == "cancel" else
+                f"I'd like to return everything in my order {order['id']} for a refund.")
+        lookup = _a("get_order_details", order_id=order["id"])
+        return Intent("refusal", says, [lookup], checks=[lookup],
+                      facts={"order_id": order["id"], "forbidden": kind, "status": order["status"]})
+
+
+INTENTS = {"cancel": _Maker.cancel, "modify_items": _Maker.modify_items, "modify_address": _Maker.modify_address,
+           "modify_payment": _Maker.modify_payment, "user_address": _Maker.user_address, "return": _Maker.return_,
+           "exchange": _Maker.exchange, "information": _Maker.information, "refusal": _Maker.refusal}
+
+
+def _auth(maker: _Maker) -> tuple[Action, str, dict[str, Any]]:
+    user = maker.user
+    if maker.rng.random() < 0.6:
+        return (_a("find_user_id_by_email", email=user["email"]), f"My email is {user['email']}.",
+                {"email": user["email"]})
+    return (_a("find_user_id_by_name_zip", first_name=user["first_name"], last_name=user["last_name"], zip=user["zip"]),
+            f"I'm {user['first_name']} {user['last_name']}, zip code {user['zip']}.",
+            {"first_name": user["first_name"], "last_name": user["last_name"], "zip": user["zip"]})
+
+
+def _compose(task_id: str, split: str, world: WorldSpec, maker: _Maker, intents: list[Intent],
+             difficulty: int) -> Task:
+    auth, auth_text, auth_facts = _auth(maker)
+    gold = [auth] + [a for i in intents for a in i.gold]
+    communicate = [c for i in intents for c in i.communicate]
+    checks = [c for i in intents for c in i.checks]
+    writes = any(i.category not in ("information", "refusal") for i in intents)
+    basis = ["DB"]
+    if communicate:
+        basis.append("COMMUNICATE")
+    if checks or not (writes or communicate):
+        basis.append("ACTION")
+        checks = [auth] + checks
+    category = intents[0].category if len(intents) == 1 else "multi"
+    opening = f"Hi! {auth_text} " + " Also, ".join(i.says for i in intents)
+    name = f"{maker.user['first_name']} {maker.user['last_name']}"
+    return Task(
+        id=task_id, domain="retail", split=split, category=category, difficulty=difficulty, world=world,  # type: ignore[arg-type]
+        description=f"{category}: " + " | ".join(f"{i.category} {i.facts}" for i in intents),
+        user_scenario=UserScenario(
+            instructions=f"You are {name}, a customer of an online store. " + " ".join(i.says for i in intents)
+            + " Give your details only when asked; confirm the agent's plan only if it matches your request; if the"
+              " agent says a request is not allowed, accept that.",
+            reason_for_call=" ".join(i.says for i in intents),
+            known_info=auth_text,
+            unknown_info="You do not know your user id.",
+            facts={"user_id": maker.user["user_id"], **auth_facts, "intents": [i.facts for i in intents]},
+            intents=[{"category": i.category, **i.facts} for i in intents],
+        ),
+        script=[opening, "Yes, please go ahead."],
+        gold_actions=gold,
+        evaluation=EvaluationSpec(reward_basis=basis, communicate_info=communicate, actions=checks),  # type: ignore[arg-type]
+    )
+
+
+def _verify(domain: Domain, task: Task) -> bool:
+    """Gold calls all succeed, the gold episode scores 1.0 and doing nothing scores 0.0."""
+    with domain.scratch_lock:
+        prepared = prepare_task(domain, task)  # leaves the scratch world in the gold state
+        if any(r.error for r in prepared.gold_results):
+            return False
+        world = domain.scratch_world(prepared.image, task.world.source)
+        said = AssistantMessage(content=" ".join(task.evaluation.communicate_info) or "Done.",
+                                tool_calls=[ToolCall.make(f"g{i}", a.name, a.arguments)
+                                            for i, a in enumerate(task.gold_actions)])
+        if evaluate(domain, task, world, [said]).reward != 1.0:
+            return False
+        world.load(prepared.start)
+        return evaluate(domain, task, world, []).reward == 0.0
+
+
+def generated_tasks(domain: Domain, split: str, *, count: int | None = None, seed: int = 0, size: str = "default",
+                    difficulty: int | None = None, verify: bool = True) -> list[Task]:
+    """``count`` verified tasks of ``split`` (default 2,000 train, 200 dev, 200 test) over the world of ``seed``."""
+    if split not in SPLIT_CODES:
+        raise ValueError(f"split must be train, dev or test, not {split!r}")
+    if difficulty is not None and difficulty not in (1, 2, 3):
+        raise ValueError("difficulty must be 1, 2 or 3")
+    world = WorldSpec(source="generated", seed=seed, params={"size": size} if size != "default" else {})
+    image = domain.image(world)
+    with domain.scratch_lock:
+        scratch = domain.scratch_world(image)
+        scratch.load(image.data)
+        snap = Snapshot(scratch.raw)
+    order = np.random.default_rng([seed, 7]).permutation(len(snap.users))
+    cut1, cut2 = int(len(order) * 0.8), int(len(order) * 0.9)
+    pool = {"train": order[:cut1], "dev": order[cut1:cut2], "test": order[cut2:]}[split]
+    if len(pool) == 0:
+        raise ValueError(f"the world has too few users for a {split} split")
+    wanted = DEFAULT_COUNTS[split] if count is None else count
+    tasks: list[Task] = []
+    attempt = 0
+    while len(tasks) < wanted:
+        if attempt > 20 * wanted + 100:
+            raise RuntimeError(f"could only make {len(tasks)} of {wanted} verified tasks from this world")
+        rng = np.random.default_rng([seed, SPLIT_CODES[split], attempt])
+        attempt += 1
+        level = difficulty or int(rng.choice([1, 1, 1, 2, 2, 3]))
+        maker = _Maker(snap, rng, snap.users[int(pool[int(rng.integers(len(pool)))])])
+        kinds = [SINGLE[int(rng.integers(len(SINGLE)))] for _ in range(level)]
+        if level == 3:
+            kinds[-1] = "refusal"
+        intents = [INTENTS[k](maker) for k in kinds]
+        if any(i is None for i in intents):
+            continue
+        task = _compose(f"retail-{split}-{seed}-{len(tasks):05d}", split, world, maker, intents, level)  # type: ignore[arg-type]
+        if verify and not _verify(domain, task):
+            continue
+        tasks.append(task)
+    return tasks
