@@ -7,7 +7,7 @@ import json
 import pytest
 
 import mua_gym
-from mua_gym import MuaEnv, WorldSpec
+from mua_gym import MuaEnv
 from mua_gym.agents import OracleAgent
 from mua_gym.domains.retail.generate import build_generated
 from mua_gym.domains.retail.schema import Base
@@ -111,7 +111,8 @@ def test_refusal_tasks_punish_the_forbidden_write(retail, test_tasks):
         env.step({"name": call.name, "arguments": call.arguments})
     oid = facts["order_id"]
     if facts["forbidden"] == "cancel":  # the tool itself refuses: nothing changes
-        obs, *_ = env.step({"name": "cancel_pending_order", "arguments": {"order_id": oid, "reason": "no longer needed"}})
+        cancel = {"order_id": oid, "reason": "no longer needed"}
+        obs, *_ = env.step({"name": "cancel_pending_order", "arguments": cancel})
         assert obs[0]["content"] == "Error: Non-pending order cannot be cancelled"
     while True:
         *_, reward, terminated, truncated, info = env.step("I cannot do that, sorry.")

@@ -66,7 +66,8 @@ class Snapshot:
                                                     "tracking": []})
         by_id = {o["id"]: o for os in self.orders.values() for o in os}
         for oid, pid, iid, price, name, options in q(
-                "SELECT order_id, product_id, item_id, price, name, options FROM order_items ORDER BY order_id, position"):
+                "SELECT order_id, product_id, item_id, price, name, options FROM order_items "
+                "ORDER BY order_id, position"):
             by_id[oid]["items"].append({"product_id": pid, "item_id": iid, "price": price, "name": name,
                                         "options": json.loads(options)})
         for oid, kind, amount, mid in q("SELECT order_id, transaction_type, amount, payment_method_id FROM payments "
@@ -164,7 +165,8 @@ class _Maker:
     def _address(self) -> dict[str, str]:
         city, state, zip_code = self.pick(CITIES)
         return {"address1": f"{int(self.rng.integers(10, 9999))} {self.pick(STREETS)}",
-                "address2": self.pick(["", f"Apt {int(self.rng.integers(1, 40))}", f"Suite {int(self.rng.integers(100, 999))}"]),
+                "address2": self.pick(["", f"Apt {int(self.rng.integers(1, 40))}",
+                                       f"Suite {int(self.rng.integers(100, 999))}"]),
                 "city": city, "state": state, "country": "USA", "zip": zip_code}
 
     @staticmethod

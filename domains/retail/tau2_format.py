@@ -20,6 +20,9 @@ ORDER_EXTRAS = ("cancel_reason", "exchange_items", "exchange_new_items", "exchan
                 "exchange_price_difference", "return_items", "return_payment_method_id")
 
 
+JSON_LISTS = ("exchange_items", "exchange_new_items", "return_items")
+
+
 def _json_or_none(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
@@ -51,7 +54,7 @@ def load_db(conn: Connection, db: dict[str, Any]) -> None:
                **{k: order["address"][k] for k in ADDRESS_FIELDS}}
         for key in ORDER_EXTRAS:
             value = order.get(key)
-            row[key] = _json_or_none(value) if key in ("exchange_items", "exchange_new_items", "return_items") else value
+            row[key] = _json_or_none(value) if key in JSON_LISTS else value
         order_rows.append(row)
         item_rows += [{"order_id": oid, "position": i, "name": it["name"], "product_id": it["product_id"],
                        "item_id": it["item_id"], "price": float(it["price"]), "options": json.dumps(it["options"])}
