@@ -1,24 +1,31 @@
-"""Speed of the hot paths: reset, one tool step, the terminal reward, and whole scripted episodes.
+"""Speed of the hot paths, side by side with tau2 in the same run where tau2 is installed.
 
-    python benchmarks/bench.py                     # mock domain, default and ~1,000-order worlds
-    python benchmarks/bench.py --repeat 500
+    python benchmarks/bench.py                      # mock and retail
+    python benchmarks/bench.py --domain retail --repeat 300
 
-Prints medians (these machines are noisy: compare ratios, not absolute times). Domain benchmarks that
-compare with tau2 side by side extend this script as their domains land.
+Medians of: reset, one env step with a tool call, a bare read tool call, the terminal reward, a gold
+episode on a TAU2 task (reset, gold calls, reward), whole oracle + scripted episodes per second, and memory
+per live episode. These machines are noisy: read the ratios, not the absolute times.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import time
 import tracemalloc
 from typing import Any, Callable
 
-import mua_gym
-from mua_gym import AsyncMuaEnv, MuaEnv, WorldSpec
-from mua_gym.agents import OracleAgent
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import mua_gym  # noqa: E402
+from mua_gym import MuaEnv, WorldSpec  # noqa: E402
+from mua_gym.agents import OracleAgent  # noqa: E402
+from mua_gym.reward import evaluate  # noqa: E402
+
+Row = tuple[str, str, float, float | None]  # (world, operation, ours, tau2)
 
 
 def median_us(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] | None = None) -> float:
@@ -41,76 +48,179 @@ def play(env: MuaEnv, task: Any) -> float:
             return reward
 
 
-def bench_world(label: str, tasks: list[Any], repeat: int) -> list[tuple[str, str, float]]:
-    rows = []
-    env = MuaEnv("mock")
-    cancel = next(t for t in tasks if t.id == "mock-cancel-card")
-    for t in tasks:  # warm the per-task caches (start image, gold hash), as a training run would
-        play(env, t)
-    orders = env.world.raw.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
-    size = len(env.world.image.data) / 1e6
-    label = f"{label} ({orders} orders, {size:.2f} MB)"
-    rows.append((label, "reset (scripted user opens)", median_us(lambda: env.reset(options={"task": cancel}), repeat)))
-    read = {"name": "get_order", "arguments": {"order_id": "O1001"}}
-    rows.append((label, "step: one read tool call", median_us(
-        lambda: env.step(read), repeat, setup=lambda: env.reset(options={"task": cancel}))))
-    write = {"name": "cancel_order", "arguments": {"order_id": "O1001", "reason": "no longer needed"}}
-    rows.append((label, "step: one write tool call", median_us(
-        lambda: env.step(write), repeat, setup=lambda: env.reset(options={"task": cancel}))))
-    world = env.world
-    rows.append((label, "world.call_tool read (no env)", median_us(
-        lambda: world.call_tool("get_order", {"order_id": "O1001"}), repeat)))
-
-    core: AsyncMuaEnv = env.core
-
-    def terminal_reward() -> None:
-        mua_gym.reward.evaluate(core.domain, cancel, world, core.messages())
-
-    def finish() -> None:
-        env.reset(options={"task": cancel})
-        env.step(write)
-
-    rows.append((label, "terminal reward (after 1 write)", median_us(terminal_reward, repeat, setup=finish)))
-    rows.append((label, "state_hash (after 1 write)", median_us(world.state_hash, repeat, setup=finish)))
-
-    n = max(50, repeat // 4)
-    t0 = time.perf_counter()
-    for i in range(n):
-        play(env, tasks[i % len(tasks)])
-    rate = n / (time.perf_counter() - t0)
-    rows.append((label, "oracle+scripted episodes per second", rate))
-
+def memory_per_episode_mb(make: Callable[[], MuaEnv], task: Any, image_mb: float) -> float:
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     live = []
     for _ in range(20):
-        e = MuaEnv("mock")
-        e.reset(options={"task": cancel})
-        live.append(e)
+        env = make()
+        env.reset(options={"task": task})
+        live.append(env)
     per_env = (tracemalloc.get_traced_memory()[0] - before) / 20
     tracemalloc.stop()
-    # The SQLite image is allocated by SQLite, outside tracemalloc's view: add its size.
-    rows.append((label, "memory per live episode (MB)", per_env / 1e6 + size))
-    for e in live:
-        e.close()
+    for env in live:
+        env.close()
+    # SQLite allocates the database outside tracemalloc's view: add the image size.
+    return per_env / 1e6 + image_mb
+
+
+def bench_env(label: str, env_kwargs: dict[str, Any], tasks: list[Any], read: dict[str, Any],
+              write: dict[str, Any], repeat: int, tau2: dict[str, float] | None = None) -> list[Row]:
+    tau2 = tau2 or {}
+    env = MuaEnv(**env_kwargs)
+    for t in tasks[:200]:  # per-task caches (start image, gold hash) are warm in a training run
+        play(env, t)
+    first = tasks[0]
+    reset = lambda: env.reset(options={"task": first})  # noqa: E731
+    size = len(env.world.image.data) / 1e6
+    label = f"{label} ({size:.1f} MB)"
+    rows: list[Row] = [(label, "reset", median_us(reset, repeat), tau2.get("reset"))]
+    rows.append((label, "env step: one read tool call", median_us(lambda: env.step(read), repeat, setup=reset),
+                 tau2.get("read")))
+    rows.append((label, "env step: one write tool call", median_us(lambda: env.step(write), repeat, setup=reset),
+                 tau2.get("write")))
+    world = env.world
+    rows.append((label, "bare read tool call (world.call_tool)",
+                 median_us(lambda: world.call_tool(read["name"], read["arguments"]), repeat), tau2.get("read")))
+
+    def after_write() -> None:
+        reset()
+        env.step(write)
+
+    core = env.core
+    rows.append((label, "terminal reward (DB + diff, 1 write)",
+                 median_us(lambda: evaluate(core.domain, core.task, world, core.messages()), repeat,
+                           setup=after_write), tau2.get("reward")))
+    n = max(100, repeat)
+    t0 = time.perf_counter()
+    for i in range(n):
+        play(env, tasks[i % len(tasks)])
+    rows.append((label, "oracle+scripted episodes per second", n / (time.perf_counter() - t0), None))
+    rows.append((label, "memory per live episode (MB)",
+                 memory_per_episode_mb(lambda: MuaEnv(**env_kwargs), first, size), None))
     env.close()
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=300)
-    args = parser.parse_args()
+def gold_episode_us(env: MuaEnv, tasks: list[Any]) -> float:
+    """Reset, every gold call as its own step, and the terminal reward, per task (median)."""
+    times = []
+    for task in tasks:
+        t0 = time.perf_counter()
+        env.reset(options={"task": task})
+        for a in task.gold_actions:
+            env.step({"name": a.name, "arguments": a.arguments})
+        evaluate(env.core.domain, task, env.core.world, env.core.messages())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+def tau2_retail(repeat: int) -> dict[str, float] | None:
+    """tau2's own figures for the same operations, or None where tau2 is not installed."""
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # tau2 prints its registry on import
+            from loguru import logger
+            from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
+            from tau2.evaluator.evaluator_env import EnvironmentEvaluator
+            from tau2.registry import registry
+    except ImportError:
+        return None
+    logger.remove()
+    make = registry.get_env_constructor("retail")
+    tasks = registry.get_tasks_loader("retail")(None)
+    env = make()
+    read = ToolCall(id="r", name="get_order_details", arguments={"order_id": "#W2611340"})
+    write = ToolCall(id="w", name="modify_pending_order_address", arguments={
+        "order_id": "#W5918442", "address1": "1 Main St", "address2": "", "city": "Austin", "state": "TX",
+        "country": "USA", "zip": "73301"})
+    out = {"reset": median_us(make, max(10, repeat // 20)),
+           "read": median_us(lambda: env.get_response(read), repeat),
+           "write": median_us(lambda: env.get_response(write), repeat)}
+
+    def trajectory(e: Any, task: Any) -> list[Any]:
+        msgs: list[Any] = [UserMessage(role="user", content="hi")]
+        for i, a in enumerate(task.evaluation_criteria.actions or []):
+            call = ToolCall(id=f"c{i}", name=a.name, arguments=a.arguments, requestor=a.requestor)
+            msgs.append(AssistantMessage(role="assistant", tool_calls=[call]))
+            msgs.append(e.get_response(call))
+        return msgs
+
+    task0 = tasks[0]
+    msgs0 = trajectory(make(), task0)
+    out["reward"] = median_us(lambda: EnvironmentEvaluator.calculate_reward(
+        environment_constructor=make, task=task0, full_trajectory=msgs0), max(5, repeat // 30))
+    times = []
+    for task in tasks[:20]:
+        t0 = time.perf_counter()
+        msgs = trajectory(make(), task)
+        EnvironmentEvaluator.calculate_reward(environment_constructor=make, task=task, full_trajectory=msgs)
+        times.append(time.perf_counter() - t0)
+    out["gold_episode"] = statistics.median(times) * 1e6
+    return out
+
+
+def retail_rows(repeat: int) -> list[Row]:
+    retail = mua_gym.get_domain("retail")
+    tau2 = tau2_retail(repeat)
+    pending = "#W5918442"  # a pending order of the TAU2 world
+    rows = bench_env("retail generated", {"domain": "retail", "split": "test"}, retail.tasks("test"),
+                     {"name": "get_order_details", "arguments": {"order_id": _first_order(retail)}},
+                     {"name": "modify_pending_order_address", "arguments": _address(_first_order(retail, "pending"))},
+                     repeat, tau2)
+    try:
+        tau2_tasks = retail.tasks("train", "tau2") + retail.tasks("test", "tau2")
+    except FileNotFoundError:
+        return rows
+    rows += bench_env("retail tau2 world", {"domain": "retail", "world": "tau2"}, tau2_tasks,
+                      {"name": "get_order_details", "arguments": {"order_id": "#W2611340"}},
+                      {"name": "modify_pending_order_address", "arguments": _address(pending)}, repeat, tau2)
+    env = MuaEnv("retail", world="tau2")
+    ours = gold_episode_us(env, tau2_tasks[:20])
+    rows.append(("retail tau2 world", "gold episode on TAU2 tasks 0-19", ours, (tau2 or {}).get("gold_episode")))
+    return rows
+
+
+def _first_order(domain: Any, status: str | None = None) -> str:
+    world = domain.new_world()
+    sql = "SELECT order_id FROM orders" + (" WHERE status = ?" if status else "") + " ORDER BY position LIMIT 1"
+    return world.raw.execute(sql, (status,) if status else ()).fetchone()[0]
+
+
+def _address(order_id: str) -> dict[str, str]:
+    return {"order_id": order_id, "address1": "1 Main St", "address2": "", "city": "Austin", "state": "TX",
+            "country": "USA", "zip": "73301"}
+
+
+def mock_rows(repeat: int) -> list[Row]:
     domain = mua_gym.get_domain("mock")
     tasks = [t for s in ("train", "dev", "test") for t in domain.tasks(s)]
-    big_spec = WorldSpec(params={"extra_customers": 330})
-    big = [t.model_copy(update={"world": big_spec}) for t in tasks]
-    rows = bench_world("mock default", tasks, args.repeat) + bench_world("mock large", big, args.repeat)
-    print(f"{'world':38s} {'operation':38s} {'median':>12s}")
-    for world, op, value in rows:
+    big = [t.model_copy(update={"world": WorldSpec(params={"extra_customers": 330})}) for t in tasks]
+    read = {"name": "get_order", "arguments": {"order_id": "O1001"}}
+    write = {"name": "update_email", "arguments": {"customer_id": "C003", "email": "new@example.net"}}
+    return (bench_env("mock default", {"domain": "mock", "tasks": tasks}, tasks, read, write, repeat)
+            + bench_env("mock ~1,000 orders", {"domain": "mock", "tasks": big}, big, read, write, repeat))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--domain", choices=["all", "mock", "retail"], default="all")
+    parser.add_argument("--repeat", type=int, default=300)
+    args = parser.parse_args()
+    rows: list[Row] = []
+    if args.domain in ("all", "mock"):
+        rows += mock_rows(args.repeat)
+    if args.domain in ("all", "retail"):
+        rows += retail_rows(args.repeat)
+    print(f"{'world':30s} {'operation':40s} {'ours':>12s} {'tau2':>12s} {'tau2/ours':>10s}")
+    for world, op, ours, theirs in rows:
         unit = "" if "per second" in op or "MB" in op else " us"
-        print(f"{world:38s} {op:38s} {value:10.1f}{unit}")
+        their = f"{theirs:10.1f}{unit}" if theirs is not None else f"{'-':>12s}"
+        ratio = f"{theirs / ours:9.1f}x" if theirs else f"{'-':>10s}"
+        print(f"{world:30s} {op:40s} {ours:10.1f}{unit} {their} {ratio}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_readme_commands_are_the_ci_commands():
     readme = (ROOT / "README.md").read_text()
     first_block = re.search(r"```bash\n(.*?)```", readme, re.S).group(1).strip().splitlines()
-    assert first_block[0].startswith("python -m pip install -e . && mua-gym run")
+    assert first_block[0].startswith("python -m pip install -e . && mua-gym run --env mua/Retail-v0")
     assert first_block[1] in (ROOT / ".ci" / "run").read_text()
 
 

@@ -148,3 +148,25 @@ def test_cli_runs_retail_oracle_on_generated_tasks(capsys):
 
     assert main(["run", "--env", "mua/Retail-v0", "--split", "test", "--episodes", "3", "--quiet"]) == 0
     assert "3 episodes, mean reward 1.000" in capsys.readouterr().out
+
+
+def test_cli_runs_retail_oracle_on_tau2_tasks(capsys):
+    from mua_gym import tau2
+    from mua_gym.cli import main
+
+    try:
+        tau2.data_dir("retail")
+    except tau2.Tau2NotFound as exc:
+        pytest.skip(f"TAU2 is not installed: {exc}")
+    assert main(["run", "--env", "mua/Retail-v0", "--world", "tau2", "--split", "test", "--episodes", "3",
+                 "--quiet"]) == 0
+    assert "3 episodes, mean reward 1.000" in capsys.readouterr().out
+
+
+def test_tau2_folder_can_be_named_and_missing_data_is_a_clear_error(retail, tmp_path):
+    from mua_gym import tau2
+
+    with pytest.raises(tau2.Tau2NotFound, match="no TAU2 data folder"):
+        retail.tasks("test", "tau2", path=str(tmp_path / "nowhere"))
+    with pytest.raises(tau2.Tau2NotFound, match="missing TAU2 file"):
+        retail.tasks("test", "tau2", path=str(tmp_path))
