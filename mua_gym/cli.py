@@ -34,6 +34,11 @@ def _run(args: argparse.Namespace) -> int:
 
     env_kwargs: dict[str, Any] = {"user": args.user, "split": args.split, "world": args.world,
                                   "max_turns": args.max_turns}
+    if args.user_arg:
+        env_kwargs["user_kwargs"] = _key_values(args.user_arg)
+    if args.judge:
+        env_kwargs["judge"] = args.judge
+        env_kwargs["judge_kwargs"] = _key_values(args.judge_arg)
     env_kwargs.update(_key_values(args.env_arg))
     env = mua_gym.make(args.env, **env_kwargs)
     core = env.unwrapped.core
@@ -93,7 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = sub.add_parser("run", help="play episodes and print transcripts and rewards")
     run.add_argument("--env", default="mua/Mock-v0")
     run.add_argument("--agent", default="oracle", help="oracle, random, or litellm:<model>")
-    run.add_argument("--user", default="scripted", help="scripted (more with the user-simulator extras)")
+    run.add_argument("--user", default="scripted", help="scripted, scenario, or litellm:<model>")
+    run.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE",
+                     help="keyword for the user simulator, e.g. api_base=http://127.0.0.1:8000/v1")
+    run.add_argument("--judge", help="litellm:<model> to judge NL assertions (off by default)")
+    run.add_argument("--judge-arg", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--episodes", type=int, default=1)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--split", default="train")

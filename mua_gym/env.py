@@ -68,6 +68,7 @@ class AsyncMuaEnv:
         domain: str | Domain = "mock",
         *,
         user: str | UserSimulator = "scripted",
+        user_kwargs: dict[str, Any] | None = None,
         world: str = "generated",
         world_params: dict[str, Any] | None = None,
         split: str = "train",
@@ -76,12 +77,13 @@ class AsyncMuaEnv:
         max_tool_errors: int = 10,
         reward: Literal["task", "partial"] = "task",
         parser: str | Parser = "auto",
-        judge: Judge | None = None,
+        judge: Judge | str | None = None,
+        judge_kwargs: dict[str, Any] | None = None,
     ) -> None:
         from mua_gym.registry import get_domain
 
         self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)
-        self.user: UserSimulator = make_user(user)
+        self.user: UserSimulator = make_user(user, **(user_kwargs or {}))
         self.source = world
         self.world_params = dict(world_params or {})
         self.split = split
@@ -94,6 +96,10 @@ class AsyncMuaEnv:
         self.max_tool_errors = max_tool_errors
         self.reward_mode = reward
         self.parser = get_parser(parser)
+        if isinstance(judge, str):
+            from mua_gym.judge import make_judge
+
+            judge = make_judge(judge, **(judge_kwargs or {}))
         self.judge = judge
         self._rng = np.random.default_rng()
         self.world: World | None = None
@@ -268,7 +274,9 @@ class AsyncMuaEnv:
         self._user_view.append(said)
         self._entries.append(TrajectoryEntry(message=said, trainable=False))
         token = next((t for t in STOP_TOKENS if t in reply.content), None)
-        if token is not None:
+        if reply.walked_away:
+            self._terminated, self._done, self._reason = True, True, "user_walked_away"
+        elif token is not None:
             self._terminated, self._done, self._reason = True, True, TERMINATION_REASONS[token]
         return [to_openai(said)]
 

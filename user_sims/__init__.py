@@ -1,4 +1,12 @@
-"""User simulators: the protocol, and the simulators that ship with mua_gym."""
+"""User simulators: the protocol, and the simulators that ship with mua_gym.
+
+Choose one by string wherever a user is asked for (``make`` keywords, the CLI):
+``"scripted"`` (the task's scripted turns), ``"scenario"`` (rule-driven, from the task's structured scenario),
+``"litellm:<model>"`` (any model litellm reaches; extra keywords such as ``api_base`` go to litellm), or
+pass a :class:`UserSimulator` instance.
+"""
+
+from typing import Any
 
 from mua_gym.user_sims.base import (
     STOP_TOKENS,
@@ -7,17 +15,42 @@ from mua_gym.user_sims.base import (
     UserSimulatorError,
     UserView,
 )
+from mua_gym.user_sims.persona import describe_persona, resolve_persona, sample_persona
+from mua_gym.user_sims.scenario import ScenarioUser
 from mua_gym.user_sims.scripted import ScriptedUser
 
 __all__ = [
-    "STOP_TOKENS", "ScriptedUser", "UserReply", "UserSimulator", "UserSimulatorError", "UserView", "make_user",
+    "STOP_TOKENS", "LLMUser", "ReplayUser", "ScenarioUser", "ScriptedUser", "UserReply", "UserSimulator",
+    "UserSimulatorError", "UserView", "describe_persona", "make_user", "resolve_persona", "sample_persona",
 ]
 
 
-def make_user(spec: "str | UserSimulator") -> UserSimulator:
-    """A simulator from a string: ``"scripted"``, or an instance passed through."""
+def make_user(spec: "str | UserSimulator", **kwargs: Any) -> UserSimulator:
+    """A simulator from a string (``scripted``, ``scenario``, ``litellm:<model>``) or an instance."""
     if isinstance(spec, UserSimulator):
+        if kwargs:
+            raise ValueError("user keywords apply only when the user is named by a string")
         return spec
     if spec == "scripted":
-        return ScriptedUser()
-    raise ValueError(f"unknown user simulator {spec!r}; known: 'scripted', or pass a UserSimulator instance")
+        return ScriptedUser(**kwargs)
+    if spec == "scenario":
+        return ScenarioUser(**kwargs)
+    if isinstance(spec, str) and spec.startswith("litellm:") and len(spec) > len("litellm:"):
+        from mua_gym.user_sims.llm import LLMUser
+
+        return LLMUser(spec.split(":", 1)[1], **kwargs)
+    raise ValueError(f"unknown user simulator {spec!r}; use 'scripted', 'scenario', 'litellm:<model>' "
+                     "or a UserSimulator instance")
+
+
+def __getattr__(name: str) -> Any:
+    # LLMUser and ReplayUser are imported on first use: the LLM user pulls in litellm only when it is called.
+    if name == "LLMUser":
+        from mua_gym.user_sims.llm import LLMUser
+
+        return LLMUser
+    if name == "ReplayUser":
+        from mua_gym.user_sims.replay import ReplayUser
+
+        return ReplayUser
+    raise AttributeError(name)

@@ -40,6 +40,8 @@ class UserReply(BaseModel):
     tool_calls: list[ToolCall] = []
     #: Token usage and cost of producing this reply, when a model produced it.
     usage: dict[str, Any] = {}
+    #: The user ran out of patience and leaves; the episode ends (``termination_reason="user_walked_away"``).
+    walked_away: bool = False
 
     @property
     def stop_token(self) -> str | None:

@@ -340,7 +340,7 @@ def _compose(task_id: str, split: str, world: WorldSpec, maker: _Maker, intents:
             known_info=auth_text,
             unknown_info="You do not know your user id.",
             facts={"user_id": maker.user["user_id"], **auth_facts, "intents": [i.facts for i in intents]},
-            intents=[{"category": i.category, **i.facts} for i in intents],
+            intents=[{"category": i.category, "says": i.says, **i.facts} for i in intents],
         ),
         script=[opening, "Yes, please go ahead."],
         gold_actions=gold,

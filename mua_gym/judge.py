@@ -1,0 +1,56 @@
+"""A pluggable judge for NL_ASSERTION: any chat model litellm reaches, one JSON verdict per assertion.
+
+Off unless configured: ``make("mua/Retail-v0", judge="litellm:<model>", judge_kwargs={...})``, or pass any
+async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["LLMJudge", "make_judge"]
+
+PROMPT = """\
+You are grading a customer-support conversation. For each numbered statement below, decide whether the
+conversation shows it to be true. Judge only from the transcript.
+
+Transcript:
+{transcript}
+
+Statements:
+{statements}
+
+Answer with one JSON object and nothing else, of the form
+{{"verdicts": [{{"statement": 1, "true": true, "reason": "..."}}, ...]}} with one entry per statement, in order.
+"""
+
+
+class LLMJudge:
+    """Asks ``model`` (through litellm) about the NL assertions of a finished episode."""
+
+    def __init__(self, model: str, **litellm_kwargs: Any) -> None:
+        self.model = model
+        self.kwargs = {"temperature": 0, **litellm_kwargs}
+
+    async def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> list[bool]:
+        from mua_gym.user_sims.llm import _litellm, parse_json_object
+
+        transcript = "\n".join(f"{m['role'].upper()}: {m.get('content') or ''}" for m in messages
+                               if m["role"] in ("user", "assistant") and m.get("content"))
+        statements = "\n".join(f"{i}. {a}" for i, a in enumerate(assertions, start=1))
+        response = await _litellm().acompletion(
+            model=self.model, messages=[{"role": "user", "content": PROMPT.format(transcript=transcript,
+                                                                                  statements=statements)}],
+            **self.kwargs)
+        data = parse_json_object(response.choices[0].message.content or "")
+        verdicts = data.get("verdicts") if isinstance(data, dict) else None
+        if not isinstance(verdicts, list) or len(verdicts) != len(assertions):
+            raise ValueError(f"the judge returned {json.dumps(data)[:200]}, not one verdict per statement")
+        return [bool(v.get("true")) if isinstance(v, dict) else bool(v) for v in verdicts]
+
+
+def make_judge(spec: str, **kwargs: Any) -> LLMJudge:
+    if spec.startswith("litellm:") and len(spec) > len("litellm:"):
+        return LLMJudge(spec.split(":", 1)[1], **kwargs)
+    raise ValueError(f"unknown judge {spec!r}; use 'litellm:<model>' or pass an async callable")

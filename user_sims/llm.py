@@ -1,0 +1,217 @@
+"""``LLMUser``: a customer played by any chat model that litellm reaches.
+
+The model sees our guidelines, the task's scenario and the persona, and the conversation from the
+customer's side: the agent's texts arrive as the other party's messages, its own replies as its own. The
+agent's tool calls, tool results and reasoning never reach it. In dual-control domains the user's own
+tools are offered to it as functions, and their results come back to it as tool messages.
+
+Faults never escape as anything but :class:`UserSimulatorError` (which ends the episode truncated with
+``termination_reason="user_error"``): each call has a timeout and is retried with exponential backoff;
+an empty or out-of-role reply is retried once with a correction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from typing import Any
+
+from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from mua_gym.parsing import split_reasoning
+from mua_gym.task import Persona, Task
+from mua_gym.user_sims.base import UserReply, UserSimulator, UserSimulatorError, UserView
+from mua_gym.user_sims.memo import ResponseMemo
+from mua_gym.user_sims.persona import PersonaMode, describe_persona, resolve_persona
+
+__all__ = ["GUIDELINES", "LLMUser"]
+
+GUIDELINES = """\
+You are role-playing a customer who has contacted a company's support agent. Stay the customer for the
+whole conversation: you are not an assistant, and you never offer help to the agent.
+
+How to play:
+- Write one message at a time, as the customer would type it. Never write the agent's lines.
+- Pursue the goal in your instructions below, in your own words. Do not recite the instructions.
+- Use only facts from your instructions. If the agent asks for something you were not given, say you do
+  not know or do not have it. Never invent names, numbers, ids or addresses.
+- Reveal details when the agent asks for them, unless your persona says otherwise.
+- When the agent proposes an action, check it against your instructions: agree if it matches what you
+  want, decline or correct it if it does not.
+- Wait for the agent to finish an action and tell you the outcome before you consider it done.
+- When your goal is fully met, or the agent has clearly told you it cannot be met, reply with only
+  ###STOP###. If the agent transfers you to a human agent, reply with only ###TRANSFER###. If your
+  instructions do not cover what the agent needs from you and you cannot continue, reply with only
+  ###OUT-OF-SCOPE###. Otherwise never write these tokens.
+"""
+
+GREETING = "Hi! How can I help you today?"
+CORRECTION = ("(Note for the customer role: your last reply was {problem}. Reply again with one message as the "
+              "customer, not as the support agent.)")
+_AGENT_LIKE = re.compile(
+    r"^\s*(assistant\s*:|agent\s*:)|how (can|may) i (help|assist) you|as an ai\b|i'?m an ai\b|i am an ai\b",
+    re.IGNORECASE)
+_SECRET_KEY = re.compile(r"key|token|secret|password", re.IGNORECASE)
+
+
+def scenario_text(task: Task, persona: Persona) -> str:
+    s = task.user_scenario
+    parts = [GUIDELINES, "Your instructions:", s.instructions or (task.script[0] if task.script else "")]
+    for label, value in (("Why you are contacting support", s.reason_for_call), ("What you know", s.known_info),
+                         ("What you do not know", s.unknown_info)):
+        if value:
+            parts.append(f"{label}: {value}")
+    parts += ["Your persona:", describe_persona(persona)]
+    return "\n\n".join(p for p in parts if p)
+
+
+class LLMUser(UserSimulator):
+    """A simulated user driven by ``model`` through ``litellm.acompletion`` (litellm keywords pass through)."""
+
+    def __init__(self, model: str, *, persona: PersonaMode = "task", timeout: float = 60.0, max_retries: int = 3,
+                 backoff: float = 0.5, memo: ResponseMemo | str | None = None, **litellm_kwargs: Any) -> None:
+        self.model = model
+        self.name = f"litellm:{model}"
+        self.persona_mode = persona
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.memo = ResponseMemo(memo) if isinstance(memo, str) else memo
+        self.kwargs = litellm_kwargs
+        self.persona = Persona()
+        self._system = ""
+        self._tools: list[dict[str, Any]] | None = None
+        self._agent_turns = 0
+
+    async def start(self, task: Task, *, seed: int | None = None,
+                    tools: list[dict[str, Any]] | None = None) -> UserReply:
+        self.persona = resolve_persona(task, self.persona_mode, seed)
+        self._system = scenario_text(task, self.persona)
+        self._tools = tools or None
+        self._agent_turns = 0
+        return await self._reply([])
+
+    async def respond(self, view: UserView) -> UserReply:
+        if view and isinstance(view[-1], AssistantMessage):
+            self._agent_turns += 1
+            if self._agent_turns > self.persona.patience:
+                return UserReply(content="I've spent long enough on this. Goodbye. ###STOP###", walked_away=True)
+        return await self._reply(list(view))
+
+    # -- the model call ----------------------------------------------------------------------------
+    def _messages(self, view: list[Any]) -> list[dict[str, Any]]:
+        """The conversation flipped to the customer's side (the agent is the 'user' role here)."""
+        out: list[dict[str, Any]] = [{"role": "system", "content": self._system},
+                                     {"role": "user", "content": GREETING}]
+        for m in view:
+            if isinstance(m, AssistantMessage):
+                out.append({"role": "user", "content": m.content or ""})
+            elif isinstance(m, UserMessage):
+                flipped: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+                if m.tool_calls:
+                    flipped["tool_calls"] = [c.model_dump() for c in m.tool_calls]
+                out.append(flipped)
+            elif isinstance(m, ToolMessage):
+                out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        return out
+
+    async def _reply(self, view: list[Any]) -> UserReply:
+        messages = self._messages(view)
+        usage: dict[str, float] = {}
+        problem = None
+        for attempt in range(2):  # one correction for an empty or out-of-role reply
+            if problem:
+                messages = messages + [{"role": "system", "content": CORRECTION.format(problem=problem)}]
+            message = await self._complete(messages, usage)
+            text, _ = split_reasoning(message.get("content") or "")
+            calls = [ToolCall.make(c.get("id") or f"user_call_{i}", c["function"]["name"],
+                                   c["function"].get("arguments") or "{}")
+                     for i, c in enumerate(message.get("tool_calls") or []) if c.get("function", {}).get("name")]
+            if calls and self._tools:
+                return UserReply(content=text, tool_calls=calls, usage=usage)
+            if not text:
+                problem = "empty"
+            elif _AGENT_LIKE.search(text):
+                problem = "written as the support agent"
+            else:
+                return UserReply(content=text, usage=usage)
+        raise UserSimulatorError(f"the user model gave an unusable reply twice ({problem})")
+
+    async def _complete(self, messages: list[dict[str, Any]], usage: dict[str, float]) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": self.model, "messages": messages, **self.kwargs}
+        if self._tools:
+            request["tools"] = self._tools
+        key = None
+        if self.memo is not None:
+            key = self.memo.key({k: v for k, v in request.items() if not _SECRET_KEY.search(k)})
+            hit = self.memo.get(key)
+            if hit is not None:
+                return hit
+        litellm = _litellm()
+        last: Exception | None = None
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await asyncio.wait_for(litellm.acompletion(timeout=self.timeout, **request), self.timeout)
+                break
+            except Exception as exc:  # rate limits, timeouts, 5xx, broken connections: retried, then reported
+                last = exc
+                if attempt < self.max_retries:
+                    await asyncio.sleep(self.backoff * (2 ** attempt))
+        else:
+            raise UserSimulatorError(f"user model call failed after {self.max_retries + 1} tries: "
+                                     f"{type(last).__name__}: {_redact(str(last))}")
+        choice = response.choices[0].message
+        message = {"content": choice.content,
+                   "tool_calls": [{"id": c.id, "type": "function",
+                                   "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                                  for c in (getattr(choice, "tool_calls", None) or [])]}
+        _add_usage(usage, response)
+        if self.memo is not None and key is not None:
+            self.memo.put(key, message)
+        return message
+
+
+def _add_usage(usage: dict[str, float], response: Any) -> None:
+    u = getattr(response, "usage", None)
+    for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        usage[k] = usage.get(k, 0) + int(getattr(u, k, 0) or 0)
+    # litellm has already priced the call while logging it; pricing it again costs milliseconds of CPU.
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    if isinstance(cost, (int, float)):
+        usage["cost"] = usage.get("cost", 0.0) + float(cost)
+
+
+def _redact(text: str) -> str:
+    """Error texts from providers can echo credentials; keep them out of logs and trajectories."""
+    text = re.sub(r"(sk|pk|api|key)[-_][A-Za-z0-9_\-]{8,}", "[redacted]", text)
+    for name, value in os.environ.items():
+        if _SECRET_KEY.search(name) and value and len(value) >= 8:
+            text = text.replace(value, "[redacted]")
+    return text
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+def parse_json_object(text: str) -> Any:
+    """The first JSON object in ``text`` (models often wrap JSON in prose or code fences)."""
+    start = text.find("{")
+    while start != -1:
+        depth = 0
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        return json.loads(text[start:i + 1])
+                    except json.JSONDecodeError:
+                        break
+        start = text.find("{", start + 1)
+    raise ValueError("no JSON object in the reply")
