@@ -14,37 +14,22 @@ forbidden request as a trap.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from mua_gym.domain import Domain
-from mua_gym.reward import evaluate, prepare_task
-from mua_gym.messages import AssistantMessage, ToolCall
-from mua_gym.task import Action, EvaluationSpec, Task, UserScenario, WorldSpec
+from mua_gym.task import Action, Task, WorldSpec
+from mua_gym.taskgen import Intent, action, compose_task, generate_tasks
 
 __all__ = ["DEFAULT_COUNTS", "generated_tasks"]
 
 DEFAULT_COUNTS = {"train": 2000, "dev": 200, "test": 200}
-SPLIT_CODES = {"train": 0, "dev": 1, "test": 2}
 SINGLE = ["cancel", "modify_items", "modify_address", "modify_payment", "user_address", "return", "exchange",
           "information", "refusal"]
 STREETS = ["Birch Lane", "Harbor Road", "Willow Way", "Summit Avenue", "Orchard Street", "Lakeview Drive"]
 CITIES = [("Portland", "OR", "97205"), ("Madison", "WI", "53703"), ("Raleigh", "NC", "27601"),
           ("Tucson", "AZ", "85701"), ("Boise", "ID", "83702"), ("Albany", "NY", "12207")]
-
-
-@dataclass
-class Intent:
-    """One request of the customer: what they say, the gold calls it needs, what the agent must tell."""
-
-    category: str
-    says: str
-    gold: list[Action]
-    communicate: list[str] = field(default_factory=list)
-    checks: list[Action] = field(default_factory=list)  # look-ups a refusal must make (ACTION basis)
-    facts: dict[str, Any] = field(default_factory=dict)
 
 
 class Snapshot:
@@ -90,10 +75,6 @@ def _money(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def _a(name: str, **arguments: Any) -> Action:
-    return Action(name=name, arguments=arguments)
-
-
 class _Maker:
     def __init__(self, snap: Snapshot, rng: np.random.Generator, user: dict) -> None:
         self.snap, self.rng, self.user = snap, rng, user
@@ -131,8 +112,8 @@ class _Maker:
         self.used.add(order["id"])
         why = "I don't need it anymore" if reason == "no longer needed" else "I ordered it by mistake"
         return Intent("cancel", f"Please cancel my order {order['id']}; {why}.",
-                      [_a("get_order_details", order_id=order["id"]),
-                       _a("cancel_pending_order", order_id=order["id"], reason=reason)],
+                      [action("get_order_details", order_id=order["id"]),
+                       action("cancel_pending_order", order_id=order["id"], reason=reason)],
                       facts={"order_id": order["id"], "reason": reason})
 
     def modify_items(self) -> Intent | None:
@@ -154,9 +135,9 @@ class _Maker:
             return Intent("modify_items",
                           f"In my pending order {order['id']} I'd like {wants}. Use {method['id']} for any "
                           f"price difference.",
-                          [_a("get_order_details", order_id=order["id"]),
-                           *[_a("get_product_details", product_id=p) for p in products],
-                           _a("modify_pending_order_items", order_id=order["id"], item_ids=olds, new_item_ids=news,
+                          [action("get_order_details", order_id=order["id"]),
+                           *[action("get_product_details", product_id=p) for p in products],
+                           action("modify_pending_order_items", order_id=order["id"], item_ids=olds, new_item_ids=news,
                               payment_method_id=method["id"])],
                           facts={"order_id": order["id"], "item_ids": olds, "new_item_ids": news,
                                  "payment_method_id": method["id"]})
@@ -182,8 +163,8 @@ class _Maker:
         address = self._address()
         return Intent("modify_address",
                       f"Please ship my order {order['id']} to {self._say_address(address)} instead.",
-                      [_a("get_order_details", order_id=order["id"]),
-                       _a("modify_pending_order_address", order_id=order["id"], **address)],
+                      [action("get_order_details", order_id=order["id"]),
+                       action("modify_pending_order_address", order_id=order["id"], **address)],
                       facts={"order_id": order["id"], "address": address})
 
     def modify_payment(self) -> Intent | None:
@@ -195,8 +176,9 @@ class _Maker:
                 continue
             self.used.add(order["id"])
             return Intent("modify_payment", f"I'd like to pay for order {order['id']} with {method['id']} instead.",
-                          [_a("get_order_details", order_id=order["id"]),
-                           _a("modify_pending_order_payment", order_id=order["id"], payment_method_id=method["id"])],
+                          [action("get_order_details", order_id=order["id"]),
+                           action("modify_pending_order_payment", order_id=order["id"],
+                                  payment_method_id=method["id"])],
                           facts={"order_id": order["id"], "payment_method_id": method["id"]})
         return None
 
@@ -204,8 +186,8 @@ class _Maker:
         address = self._address()
         return Intent("user_address", f"Please update the default address on my account to "
                                       f"{self._say_address(address)}.",
-                      [_a("get_user_details", user_id=self.user["user_id"]),
-                       _a("modify_user_address", user_id=self.user["user_id"], **address)],
+                      [action("get_user_details", user_id=self.user["user_id"]),
+                       action("modify_user_address", user_id=self.user["user_id"], **address)],
                       facts={"address": address})
 
     def return_(self) -> Intent | None:
@@ -222,9 +204,9 @@ class _Maker:
         names = ", ".join(f"the {i['name']} ({_options(i['options'])})" for i in items)
         return Intent("return", f"I want to return {names} from my delivered order {order['id']}, refunded to "
                                 f"{method['id']}.",
-                      [_a("get_order_details", order_id=order["id"]),
-                       _a("return_delivered_order_items", order_id=order["id"], item_ids=[i["item_id"] for i in items],
-                          payment_method_id=method["id"])],
+                      [action("get_order_details", order_id=order["id"]),
+                       action("return_delivered_order_items", order_id=order["id"],
+                              item_ids=[i["item_id"] for i in items], payment_method_id=method["id"])],
                       facts={"order_id": order["id"], "item_ids": [i["item_id"] for i in items],
                              "payment_method_id": method["id"]})
 
@@ -247,9 +229,9 @@ class _Maker:
             return Intent("exchange",
                           f"From my delivered order {order['id']} I want to exchange {wants}. Use {method['id']} "
                           f"for any price difference.",
-                          [_a("get_order_details", order_id=order["id"]),
-                           *[_a("get_product_details", product_id=p) for p in products],
-                           _a("exchange_delivered_order_items", order_id=order["id"], item_ids=olds,
+                          [action("get_order_details", order_id=order["id"]),
+                           *[action("get_product_details", product_id=p) for p in products],
+                           action("exchange_delivered_order_items", order_id=order["id"], item_ids=olds,
                               new_item_ids=news, payment_method_id=method["id"])],
                           facts={"order_id": order["id"], "item_ids": olds, "new_item_ids": news})
         return None
@@ -260,14 +242,14 @@ class _Maker:
         if kind == "balance" and gift:
             card = self.pick(gift)
             return Intent("information", f"What is the balance left on my gift card {card['id']}?",
-                          [_a("get_user_details", user_id=self.user["user_id"])],
+                          [action("get_user_details", user_id=self.user["user_id"])],
                           communicate=[_money(card["balance"] or 0.0)], facts={"gift_card": card["id"]})
         tracked = [o for o in self.orders("delivered", "processed") if o["tracking"]]
         if kind == "tracking" and tracked:
             order = self.pick(tracked)
             self.used.add(order["id"])
             return Intent("information", f"What is the tracking number of my order {order['id']}?",
-                          [_a("get_order_details", order_id=order["id"])], communicate=[order["tracking"][0]],
+                          [action("get_order_details", order_id=order["id"])], communicate=[order["tracking"][0]],
                           facts={"order_id": order["id"]})
         candidates = self.orders("pending", "processed", "delivered")
         if not candidates:
@@ -276,7 +258,7 @@ class _Maker:
         self.used.add(order["id"])
         total = round(sum(i["price"] for i in order["items"]), 2)
         return Intent("information", f"How much did I pay in total for order {order['id']}?",
-                      [_a("get_order_details", order_id=order["id"])], communicate=[_money(total)],
+                      [action("get_order_details", order_id=order["id"])], communicate=[_money(total)],
                       facts={"order_id": order["id"]})
 
     def refusal(self) -> Intent | None:
@@ -293,7 +275,7 @@ class _Maker:
         self.used.add(order["id"])
         says = (f"Cancel my order {order['id']} please, I don't want it anymore." if kind == "cancel" else
                 f"I'd like to return everything in my order {order['id']} for a refund.")
-        lookup = _a("get_order_details", order_id=order["id"])
+        lookup = action("get_order_details", order_id=order["id"])
         return Intent("refusal", says, [lookup], checks=[lookup],
                       facts={"order_id": order["id"], "forbidden": kind, "status": order["status"]})
 
@@ -306,100 +288,40 @@ INTENTS = {"cancel": _Maker.cancel, "modify_items": _Maker.modify_items, "modify
 def _auth(maker: _Maker) -> tuple[Action, str, dict[str, Any]]:
     user = maker.user
     if maker.rng.random() < 0.6:
-        return (_a("find_user_id_by_email", email=user["email"]), f"My email is {user['email']}.",
+        return (action("find_user_id_by_email", email=user["email"]), f"My email is {user['email']}.",
                 {"email": user["email"]})
-    return (_a("find_user_id_by_name_zip", first_name=user["first_name"], last_name=user["last_name"], zip=user["zip"]),
+    return (action("find_user_id_by_name_zip", first_name=user["first_name"], last_name=user["last_name"],
+                   zip=user["zip"]),
             f"I'm {user['first_name']} {user['last_name']}, zip code {user['zip']}.",
             {"first_name": user["first_name"], "last_name": user["last_name"], "zip": user["zip"]})
-
-
-def _compose(task_id: str, split: str, world: WorldSpec, maker: _Maker, intents: list[Intent],
-             difficulty: int) -> Task:
-    auth, auth_text, auth_facts = _auth(maker)
-    gold = [auth] + [a for i in intents for a in i.gold]
-    communicate = [c for i in intents for c in i.communicate]
-    checks = [c for i in intents for c in i.checks]
-    writes = any(i.category not in ("information", "refusal") for i in intents)
-    basis = ["DB"]
-    if communicate:
-        basis.append("COMMUNICATE")
-    if checks or not (writes or communicate):
-        basis.append("ACTION")
-        checks = [auth] + checks
-    category = intents[0].category if len(intents) == 1 else "multi"
-    opening = f"Hi! {auth_text} " + " Also, ".join(i.says for i in intents)
-    name = f"{maker.user['first_name']} {maker.user['last_name']}"
-    return Task(
-        id=task_id, domain="retail", split=split, category=category, difficulty=difficulty, world=world,  # type: ignore[arg-type]
-        description=f"{category}: " + " | ".join(f"{i.category} {i.facts}" for i in intents),
-        user_scenario=UserScenario(
-            instructions=f"You are {name}, a customer of an online store. " + " ".join(i.says for i in intents)
-            + " Give your details only when asked; confirm the agent's plan only if it matches your request; if the"
-              " agent says a request is not allowed, accept that.",
-            reason_for_call=" ".join(i.says for i in intents),
-            known_info=auth_text,
-            unknown_info="You do not know your user id.",
-            facts={"user_id": maker.user["user_id"], **auth_facts, "intents": [i.facts for i in intents]},
-            intents=[{"category": i.category, "says": i.says, **i.facts} for i in intents],
-        ),
-        script=[opening, "Yes, please go ahead."],
-        gold_actions=gold,
-        evaluation=EvaluationSpec(reward_basis=basis, communicate_info=communicate, actions=checks),  # type: ignore[arg-type]
-    )
-
-
-def _verify(domain: Domain, task: Task) -> bool:
-    """Gold calls all succeed, the gold episode scores 1.0 and doing nothing scores 0.0."""
-    with domain.scratch_lock:
-        prepared = prepare_task(domain, task)  # leaves the scratch world in the gold state
-        if any(r.error for r in prepared.gold_results):
-            return False
-        world = domain.scratch_world(prepared.image, task.world.source)
-        said = AssistantMessage(content=" ".join(task.evaluation.communicate_info) or "Done.",
-                                tool_calls=[ToolCall.make(f"g{i}", a.name, a.arguments)
-                                            for i, a in enumerate(task.gold_actions)])
-        if evaluate(domain, task, world, [said]).reward != 1.0:
-            return False
-        world.load(prepared.start)
-        return evaluate(domain, task, world, []).reward == 0.0
 
 
 def generated_tasks(domain: Domain, split: str, *, count: int | None = None, seed: int = 0, size: str = "default",
                     difficulty: int | None = None, verify: bool = True) -> list[Task]:
     """``count`` verified tasks of ``split`` (default 2,000 train, 200 dev, 200 test) over the world of ``seed``."""
-    if split not in SPLIT_CODES:
-        raise ValueError(f"split must be train, dev or test, not {split!r}")
-    if difficulty is not None and difficulty not in (1, 2, 3):
-        raise ValueError("difficulty must be 1, 2 or 3")
     world = WorldSpec(source="generated", seed=seed, params={"size": size} if size != "default" else {})
     image = domain.image(world)
     with domain.scratch_lock:
         scratch = domain.scratch_world(image)
         scratch.load(image.data)
         snap = Snapshot(scratch.raw)
-    order = np.random.default_rng([seed, 7]).permutation(len(snap.users))
-    cut1, cut2 = int(len(order) * 0.8), int(len(order) * 0.9)
-    pool = {"train": order[:cut1], "dev": order[cut1:cut2], "test": order[cut2:]}[split]
-    if len(pool) == 0:
-        raise ValueError(f"the world has too few users for a {split} split")
-    wanted = DEFAULT_COUNTS[split] if count is None else count
-    tasks: list[Task] = []
-    attempt = 0
-    while len(tasks) < wanted:
-        if attempt > 20 * wanted + 100:
-            raise RuntimeError(f"could only make {len(tasks)} of {wanted} verified tasks from this world")
-        rng = np.random.default_rng([seed, SPLIT_CODES[split], attempt])
-        attempt += 1
-        level = difficulty or int(rng.choice([1, 1, 1, 2, 2, 3]))
-        maker = _Maker(snap, rng, snap.users[int(pool[int(rng.integers(len(pool)))])])
+
+    def make(rng: np.random.Generator, user: int, level: int, task_id: str) -> Task | None:
+        maker = _Maker(snap, rng, snap.users[user])
         kinds = [SINGLE[int(rng.integers(len(SINGLE)))] for _ in range(level)]
         if level == 3:
             kinds[-1] = "refusal"
         intents = [INTENTS[k](maker) for k in kinds]
         if any(i is None for i in intents):
-            continue
-        task = _compose(f"retail-{split}-{seed}-{len(tasks):05d}", split, world, maker, intents, level)  # type: ignore[arg-type]
-        if verify and not _verify(domain, task):
-            continue
-        tasks.append(task)
-    return tasks
+            return None
+        auth, auth_text, auth_facts = _auth(maker)
+        person = maker.user
+        return compose_task(task_id=task_id, domain="retail", split=split, world=world, intents=intents,  # type: ignore[arg-type]
+                            difficulty=level, user_id=person["user_id"],
+                            name=f"{person['first_name']} {person['last_name']}", role="a customer of an online store",
+                            auth=auth, auth_text=auth_text, auth_facts=auth_facts,
+                            unknown_info="You do not know your user id.")
+
+    wanted = DEFAULT_COUNTS[split] if count is None else count
+    return generate_tasks(domain, split, n_users=len(snap.users), count=wanted, seed=seed, difficulty=difficulty,
+                          make=make, verify=verify)

@@ -1,0 +1,130 @@
+"""What every domain's task generator shares: intents, composing a task, verifying it, the generation loop.
+
+A domain's generator reads its world and proposes :class:`Intent` objects (what the customer says, the gold
+calls, what the agent must tell); :func:`compose_task` turns a user's intents into a :class:`Task`;
+:func:`generate_tasks` draws, composes and verifies until it has enough. A task is kept only if every gold
+call succeeds, replaying its gold actions scores 1.0 and doing nothing scores 0.0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from mua_gym.messages import AssistantMessage, ToolCall
+from mua_gym.reward import evaluate, prepare_task
+from mua_gym.task import Action, EvaluationSpec, Task, UserScenario, WorldSpec
+
+if TYPE_CHECKING:
+    from mua_gym.domain import Domain
+
+__all__ = ["Intent", "compose_task", "generate_tasks", "split_users", "verify_task"]
+
+SPLIT_CODES = {"train": 0, "dev": 1, "test": 2}
+#: Categories that change nothing in the world (judged by what the agent says, or by the look-ups it makes).
+NO_WRITE = ("information", "refusal")
+
+
+@dataclass
+class Intent:
+    """One request of the customer: what they say, the gold calls it needs, what the agent must tell."""
+
+    category: str
+    says: str
+    gold: list[Action]
+    communicate: list[str] = field(default_factory=list)
+    checks: list[Action] = field(default_factory=list)  # look-ups a refusal must make (ACTION basis)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def action(name: str, **arguments: Any) -> Action:
+    return Action(name=name, arguments=arguments)
+
+
+def split_users(n_users: int, seed: int, split: str) -> np.ndarray:
+    """A seeded 80/10/10 partition of user indices into train / dev / test (disjoint by construction)."""
+    if split not in SPLIT_CODES:
+        raise ValueError(f"split must be train, dev or test, not {split!r}")
+    order = np.random.default_rng([seed, 7]).permutation(n_users)
+    cut1, cut2 = int(n_users * 0.8), int(n_users * 0.9)
+    return {"train": order[:cut1], "dev": order[cut1:cut2], "test": order[cut2:]}[split]
+
+
+def compose_task(*, task_id: str, domain: str, split: str, world: WorldSpec, intents: list[Intent],
+                 difficulty: int, user_id: str, name: str, role: str, auth: Action, auth_text: str,
+                 auth_facts: dict[str, Any], unknown_info: str | None = None) -> Task:
+    """A task from one user's intents: the scenario, scripted turns, gold actions and evaluation spec."""
+    gold = [auth] + [a for i in intents for a in i.gold]
+    communicate = [c for i in intents for c in i.communicate]
+    checks = [c for i in intents for c in i.checks]
+    writes = any(i.category not in NO_WRITE for i in intents)
+    basis = ["DB"]
+    if communicate:
+        basis.append("COMMUNICATE")
+    if checks or not (writes or communicate):
+        basis.append("ACTION")
+        checks = [auth] + checks
+    category = intents[0].category if len(intents) == 1 else "multi"
+    requests = " ".join(i.says for i in intents)
+    return Task(
+        id=task_id, domain=domain, split=split, category=category, difficulty=difficulty, world=world,  # type: ignore[arg-type]
+        description=f"{category}: " + " | ".join(f"{i.category} {i.facts}" for i in intents),
+        user_scenario=UserScenario(
+            instructions=f"You are {name}, {role}. {requests} Give your details only when asked; confirm the "
+                         "agent's plan only if it matches your request; if the agent says a request is not allowed, "
+                         "accept that.",
+            reason_for_call=requests,
+            known_info=auth_text,
+            unknown_info=unknown_info,
+            facts={"user_id": user_id, **auth_facts, "intents": [i.facts for i in intents]},
+            intents=[{"category": i.category, "says": i.says, **i.facts} for i in intents],
+        ),
+        script=[f"Hi! {auth_text} " + " Also, ".join(i.says for i in intents), "Yes, please go ahead."],
+        gold_actions=gold,
+        evaluation=EvaluationSpec(reward_basis=basis, communicate_info=communicate, actions=checks),  # type: ignore[arg-type]
+    )
+
+
+def verify_task(domain: "Domain", task: Task) -> bool:
+    """Gold calls all succeed, the gold episode scores 1.0 and doing nothing scores 0.0."""
+    with domain.scratch_lock:
+        prepared = prepare_task(domain, task)  # leaves the scratch world in the gold state
+        if any(r.error for r in prepared.gold_results):
+            return False
+        world = domain.scratch_world(prepared.image, task.world.source)
+        said = AssistantMessage(content=" ".join(task.evaluation.communicate_info) or "Done.",
+                                tool_calls=[ToolCall.make(f"g{i}", a.name, a.arguments)
+                                            for i, a in enumerate(task.gold_actions)])
+        if evaluate(domain, task, world, [said]).reward != 1.0:
+            return False
+        world.load(prepared.start)
+        return evaluate(domain, task, world, []).reward == 0.0
+
+
+Maker = Callable[[np.random.Generator, int, int, str], "Task | None"]
+
+
+def generate_tasks(domain: "Domain", split: str, *, n_users: int, count: int, seed: int, difficulty: int | None,
+                   make: Maker, verify: bool = True) -> list[Task]:
+    """``count`` tasks of ``split``; ``make(rng, user_index, level, task_id)`` proposes one (or None)."""
+    if difficulty is not None and difficulty not in (1, 2, 3):
+        raise ValueError("difficulty must be 1, 2 or 3")
+    pool = split_users(n_users, seed, split)
+    if len(pool) == 0:
+        raise ValueError(f"the world has too few users for a {split} split")
+    tasks: list[Task] = []
+    attempt = 0
+    while len(tasks) < count:
+        if attempt > 20 * count + 100:
+            raise RuntimeError(f"could only make {len(tasks)} of {count} verified tasks from this world")
+        rng = np.random.default_rng([seed, SPLIT_CODES[split], attempt])
+        attempt += 1
+        level = difficulty or int(rng.choice([1, 1, 1, 2, 2, 3]))
+        user = int(pool[int(rng.integers(len(pool)))])
+        task = make(rng, user, level, f"{domain.name}-{split}-{seed}-{len(tasks):05d}")
+        if task is None or (verify and not verify_task(domain, task)):
+            continue
+        tasks.append(task)
+    return tasks
