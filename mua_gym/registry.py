@@ -28,7 +28,11 @@ __all__ = ["ENTRY_POINT_GROUP", "available_domains", "env_id", "get_domain", "re
 
 ENTRY_POINT_GROUP = "mua_gym.domains"
 #: Domains shipped with mua_gym: name -> module holding ``DOMAIN``.
-BUILTIN = {"mock": "mua_gym.domains.mock", "retail": "mua_gym.domains.retail"}
+BUILTIN = {
+    "mock": "mua_gym.domains.mock",
+    "retail": "mua_gym.domains.retail",
+    "airline": "mua_gym.domains.airline",
+}
 
 _loaded: dict[str, Domain] = {}
 _plugins: dict[str, EntryPoint] = {}

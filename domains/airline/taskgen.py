@@ -1,0 +1,394 @@
+"""Unlimited grounded airline tasks: read a generated world, write conversations that are true in it.
+
+Categories: book_one_way and book_round_trip (several passengers, split payments, bags, insurance),
+cancel (allowed by the policy) and refusals (a cancellation the policy forbids; a flight change on basic
+economy; compensation for a user who is not eligible, or who overstates their tier), change_flight,
+change_cabin, add_bags, update_passenger, compensation (the right certificate for a cancelled flight, also
+when the user asks for more), flight_status (judged by COMMUNICATE), and multi (2-3 intents). The user
+authenticates with their user id. ``difficulty`` 1-3 sets the number of intents; 3 adds a refusal trap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mua_gym.domain import Domain
+from mua_gym.task import Task, WorldSpec
+from mua_gym.taskgen import Intent, action, compose_task, generate_tasks
+
+__all__ = ["DEFAULT_COUNTS", "generated_tasks"]
+
+DEFAULT_COUNTS = {"train": 1000, "dev": 150, "test": 150}
+TODAY = "2024-05-15"
+NOW = "2024-05-15T15:00:00"
+DAY_BEFORE = "2024-05-14T15:00:00"
+FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
+             "silver": {"basic_economy": 1, "economy": 2, "business": 3},
+             "gold": {"basic_economy": 2, "economy": 3, "business": 4}}
+CABIN_WORDS = {"basic_economy": "basic economy", "economy": "economy", "business": "business"}
+
+
+class Snapshot:
+    """The generated world as plain Python data, read once per world."""
+
+    def __init__(self, raw: Any) -> None:
+        q = raw.execute
+        self.users = [dict(zip(("user_id", "first_name", "last_name", "dob", "membership"), r))
+                      for r in q("SELECT user_id, first_name, last_name, dob, membership FROM users ORDER BY position")]
+        self.methods: dict[str, list[dict]] = {}
+        for uid, mid, source, amount in q("SELECT user_id, method_id, source, amount FROM payment_methods "
+                                          "ORDER BY user_id, position"):
+            self.methods.setdefault(uid, []).append({"id": mid, "source": source, "amount": amount})
+        self.saved: dict[str, list[dict]] = {}
+        for uid, first, last, dob in q("SELECT user_id, first_name, last_name, dob FROM saved_passengers "
+                                       "ORDER BY user_id, position"):
+            self.saved.setdefault(uid, []).append({"first_name": first, "last_name": last, "dob": dob})
+        self.reservations: dict[str, list[dict]] = {}
+        by_id = {}
+        for row in q("SELECT reservation_id, user_id, origin, destination, flight_type, cabin, created_at, "
+                     "total_baggages, nonfree_baggages, insurance, status FROM reservations ORDER BY position"):
+            r = dict(zip(("id", "user_id", "origin", "destination", "flight_type", "cabin", "created_at", "bags",
+                          "nonfree", "insurance", "status"), row))
+            r.update(flights=[], passengers=[])
+            by_id[r["id"]] = r
+            self.reservations.setdefault(r["user_id"], []).append(r)
+        for rid, fn, origin, dest, date, price in q(
+                "SELECT reservation_id, flight_number, origin, destination, date, price FROM reservation_flights "
+                "ORDER BY reservation_id, position"):
+            by_id[rid]["flights"].append({"flight_number": fn, "origin": origin, "destination": dest, "date": date,
+                                          "price": price})
+        for rid, first, last, dob in q("SELECT reservation_id, first_name, last_name, dob FROM reservation_passengers "
+                                       "ORDER BY reservation_id, position"):
+            by_id[rid]["passengers"].append({"first_name": first, "last_name": last, "dob": dob})
+        self.routes: dict[tuple[str, str], list[str]] = {}
+        for fn, origin, dest in q("SELECT flight_number, origin, destination FROM flights ORDER BY position"):
+            self.routes.setdefault((origin, dest), []).append(fn)
+        self.days: dict[tuple[str, str], dict] = {}
+        for row in q("SELECT flight_number, date, status, seats_basic_economy, seats_economy, seats_business, "
+                     "price_basic_economy, price_economy, price_business FROM flight_dates"):
+            fn, date, status, sb, se, sbu, pb, pe, pbu = row
+            self.days[(fn, date)] = {"status": status,
+                                     "seats": {"basic_economy": sb, "economy": se, "business": sbu},
+                                     "price": {"basic_economy": pb, "economy": pe, "business": pbu}}
+
+
+def _upcoming(r: dict) -> bool:
+    return r["status"] is None and bool(r["flights"]) and all(f["date"] > TODAY for f in r["flights"])
+
+
+class _Maker:
+    def __init__(self, snap: Snapshot, rng: np.random.Generator, user: dict) -> None:
+        self.snap, self.rng, self.user = snap, rng, user
+        self.uid = user["user_id"]
+        self.used: set[str] = set()
+        self.booked = False
+
+    def pick(self, items: list[Any]) -> Any:
+        return items[int(self.rng.integers(len(items)))]
+
+    def reservations(self, keep: Any) -> list[dict]:
+        return [r for r in self.snap.reservations.get(self.uid, []) if r["id"] not in self.used and keep(r)]
+
+    def methods(self, *sources: str) -> list[dict]:
+        return [m for m in self.snap.methods.get(self.uid, []) if m["source"] in sources]
+
+    def bookable(self, origin: str, dest: str, date: str, cabin: str, n: int) -> list[tuple[str, int]]:
+        out = []
+        for fn in self.snap.routes.get((origin, dest), []):
+            day = self.snap.days.get((fn, date))
+            if day and day["status"] == "available" and (day["seats"][cabin] or 0) >= n:
+                out.append((fn, day["price"][cabin]))
+        return out
+
+    def payer_for_change(self, amount: int) -> dict | None:
+        usable = [m for m in self.methods("credit_card", "gift_card")
+                  if m["source"] == "credit_card" or (m["amount"] or 0) >= amount]
+        return self.pick(usable) if usable else None
+
+    # -- intents -----------------------------------------------------------------------------------
+    def book(self, round_trip: bool) -> Intent | None:
+        if self.booked:
+            return None
+        routes = [k for k in self.snap.routes if (k[1], k[0]) in self.snap.routes or not round_trip]
+        origin, dest = self.pick(routes)
+        cabin = self.pick(["basic_economy", "economy", "economy", "business"])
+        companions = self.snap.saved.get(self.uid, [])
+        n = 1 + int(self.rng.integers(len(companions) + 1)) if companions else 1
+        people = [{"first_name": self.user["first_name"], "last_name": self.user["last_name"],
+                   "dob": self.user["dob"]}] + companions[: n - 1]
+        day = 16 + int(self.rng.integers(0, 12))
+        out_date = f"2024-05-{day:02d}"
+        outbound = self.bookable(origin, dest, out_date, cabin, n)
+        if not outbound:
+            return None
+        legs = [(self.pick(outbound), origin, dest, out_date)]
+        if round_trip:
+            back_date = f"2024-05-{day + 1 + int(self.rng.integers(0, 30 - day)):02d}"
+            inbound = self.bookable(dest, origin, back_date, cabin, n)
+            if not inbound:
+                return None
+            legs.append((self.pick(inbound), dest, origin, back_date))
+        free = FREE_BAGS[self.user["membership"]][cabin] * n
+        bags = int(self.rng.integers(0, free + 3))
+        nonfree = max(0, bags - free)
+        insurance = "yes" if self.rng.random() < 0.4 else "no"
+        total = sum(price for (fn, price), *_ in legs) * n + (30 * n if insurance == "yes" else 0) + 50 * nonfree
+        payments = self._split_payment(total)
+        if payments is None:
+            return None
+        self.booked = True
+        flights = [{"flight_number": fn, "date": date} for (fn, _), _, _, date in legs]
+        trip = "round trip" if round_trip else "one-way trip"
+        who = " and ".join(f"{p['first_name']} {p['last_name']} (born {p['dob']})" for p in people)
+        paying = " and ".join(f"{amount} dollars with {pid}" for pid, amount in payments)
+        return_part = f", returning on flight {legs[1][0][0]} on {legs[1][3]}" if round_trip else ""
+        says = (f"I want to book a {trip} in {CABIN_WORDS[cabin]} from {origin} to {dest} on flight {legs[0][0][0]} "
+                f"on {out_date}{return_part}, for {who}. We'll have {bags} checked bags, "
+                f"{'with' if insurance == 'yes' else 'without'} travel insurance. Please charge {paying}.")
+        searches = [action("search_direct_flight", origin=o, destination=d, date=date) for _, o, d, date in legs]
+        return Intent("book_round_trip" if round_trip else "book_one_way", says, [*searches, action(
+            "book_reservation", user_id=self.uid, origin=origin, destination=dest,
+            flight_type="round_trip" if round_trip else "one_way", cabin=cabin, flights=flights, passengers=people,
+            payment_methods=[{"payment_id": pid, "amount": amount} for pid, amount in payments],
+            total_baggages=bags, nonfree_baggages=nonfree, insurance=insurance)],
+            facts={"flights": flights, "cabin": cabin, "total": total, "payments": payments})
+
+    def _split_payment(self, total: int) -> list[tuple[str, int]] | None:
+        cards = self.methods("credit_card")
+        gifts = [m for m in self.methods("gift_card") if (m["amount"] or 0) >= 1]
+        certs = [m for m in self.methods("certificate") if (m["amount"] or 0) >= 1]
+        choice = self.rng.random()
+        if certs and cards and choice < 0.3:
+            cert = self.pick(certs)
+            part = min(int(cert["amount"]), total)
+            return [(cert["id"], part)] + ([(self.pick(cards)["id"], total - part)] if total > part else [])
+        if gifts and cards and choice < 0.6:
+            gift = self.pick(gifts)
+            part = min(int(gift["amount"]), total)
+            return [(gift["id"], part)] + ([(self.pick(cards)["id"], total - part)] if total > part else [])
+        if cards:
+            return [(self.pick(cards)["id"], total)]
+        return None
+
+    def cancel(self) -> Intent | None:
+        options = []
+        for r in self.reservations(_upcoming):
+            if r["created_at"] >= DAY_BEFORE:
+                options.append((r, "I booked it by mistake yesterday"))
+            elif r["cabin"] == "business":
+                options.append((r, "my plans changed"))
+            elif r["insurance"] == "yes":
+                options.append((r, "I'm sick and can't travel; I have travel insurance"))
+        if not options:
+            return None
+        r, reason = self.pick(options)
+        self.used.add(r["id"])
+        return Intent("cancel", f"I need to cancel my reservation {r['id']}: {reason}.",
+                      [action("get_reservation_details", reservation_id=r["id"]),
+                       action("cancel_reservation", reservation_id=r["id"])],
+                      facts={"reservation_id": r["id"], "reason": reason})
+
+    def refusal(self) -> Intent | None:
+        kinds = []
+        forbidden_cancel = self.reservations(lambda r: _upcoming(r) and r["created_at"] < DAY_BEFORE
+                                             and r["cabin"] != "business" and r["insurance"] == "no")
+        if forbidden_cancel:
+            kinds.append("cancel")
+        basic = self.reservations(lambda r: _upcoming(r) and r["cabin"] == "basic_economy")
+        if basic:
+            kinds.append("basic_change")
+        if self.user["membership"] == "regular":
+            kinds.append("compensation")
+        if not kinds:
+            return None
+        kind = self.pick(kinds)
+        if kind == "cancel":
+            r = self.pick(forbidden_cancel)
+            says = f"Please cancel my reservation {r['id']}; my plans changed and I want my money back."
+        elif kind == "basic_change":
+            r = self.pick(basic)
+            says = f"I'd like to move my reservation {r['id']} to a flight one day later."
+        else:
+            pool = self.reservations(lambda r: bool(r["flights"]) and r["cabin"] != "business"
+                                     and r["insurance"] == "no")
+            if not pool:
+                return None
+            r = self.pick(pool)
+            says = (f"I'm a gold member and my trip on reservation {r['id']} was a mess. I want a 300 dollar "
+                    "certificate as compensation.")
+        self.used.add(r["id"])
+        lookup = action("get_reservation_details", reservation_id=r["id"])
+        return Intent("refusal", says, [lookup], checks=[lookup],
+                      facts={"reservation_id": r["id"], "forbidden": kind})
+
+    def change_flight(self) -> Intent | None:
+        for r in self.rng.permutation(np.array(self.reservations(
+                lambda r: _upcoming(r) and r["cabin"] != "basic_economy"), dtype=object)):
+            n = len(r["passengers"])
+            leg = int(self.rng.integers(len(r["flights"])))
+            old = r["flights"][leg]
+            for shift in (1, -1, 2, -2):
+                day = int(old["date"][8:]) + shift
+                new_date = f"2024-05-{day:02d}"
+                if not 16 <= day <= 30:
+                    continue
+                options = [(fn, p) for fn, p in self.bookable(old["origin"], old["destination"], new_date,
+                                                              r["cabin"], n)]
+                if not options:
+                    continue
+                fn, price = self.pick(options)
+                diff = (price - old["price"]) * n
+                payer = self.payer_for_change(max(diff, 0))
+                if payer is None:
+                    continue
+                self.used.add(r["id"])
+                flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in r["flights"]]
+                flights[leg] = {"flight_number": fn, "date": new_date}
+                return Intent("change_flight",
+                              f"On reservation {r['id']}, please move my {old['origin']} to {old['destination']} "
+                              f"flight from {old['date']} to flight {fn} on {new_date}, same cabin. Use "
+                              f"{payer['id']} for any difference.",
+                              [action("get_reservation_details", reservation_id=r["id"]),
+                               action("search_direct_flight", origin=old["origin"], destination=old["destination"],
+                                      date=new_date),
+                               action("update_reservation_flights", reservation_id=r["id"], cabin=r["cabin"],
+                                      flights=flights, payment_id=payer["id"])],
+                              facts={"reservation_id": r["id"], "flights": flights, "payment_id": payer["id"]})
+        return None
+
+    def change_cabin(self) -> Intent | None:
+        for r in self.reservations(lambda r: _upcoming(r) and r["cabin"] != "business"):
+            new = "business" if r["cabin"] == "economy" else "economy"
+            n = len(r["passengers"])
+            days = [self.snap.days.get((f["flight_number"], f["date"])) for f in r["flights"]]
+            if not all(d and d["status"] == "available" and (d["seats"][new] or 0) >= n for d in days):
+                continue
+            diff = sum(d["price"][new] for d in days) * n - sum(f["price"] for f in r["flights"]) * n  # type: ignore[index]
+            payer = self.payer_for_change(max(diff, 0))
+            if payer is None:
+                continue
+            self.used.add(r["id"])
+            flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in r["flights"]]
+            return Intent("change_cabin",
+                          f"I'd like to upgrade all flights of reservation {r['id']} to {CABIN_WORDS[new]}. "
+                          f"Charge {payer['id']}.",
+                          [action("get_reservation_details", reservation_id=r["id"]),
+                           action("update_reservation_flights", reservation_id=r["id"], cabin=new, flights=flights,
+                                  payment_id=payer["id"])],
+                          facts={"reservation_id": r["id"], "cabin": new, "payment_id": payer["id"]})
+        return None
+
+    def add_bags(self) -> Intent | None:
+        pool = self.reservations(_upcoming)
+        if not pool:
+            return None
+        r = self.pick(pool)
+        n = len(r["passengers"])
+        extra = 1 + int(self.rng.integers(2))
+        total = r["bags"] + extra
+        nonfree = max(r["nonfree"], total - FREE_BAGS[self.user["membership"]][r["cabin"]] * n)
+        payer = self.payer_for_change(50 * max(0, nonfree - r["nonfree"]))
+        if payer is None:
+            return None
+        self.used.add(r["id"])
+        return Intent("add_bags", f"I need to add {extra} checked bag{'s' if extra > 1 else ''} to reservation "
+                                  f"{r['id']}. Pay with {payer['id']} if there's a fee.",
+                      [action("get_reservation_details", reservation_id=r["id"]),
+                       action("update_reservation_baggages", reservation_id=r["id"], total_baggages=total,
+                              nonfree_baggages=nonfree, payment_id=payer["id"])],
+                      facts={"reservation_id": r["id"], "total_baggages": total, "nonfree_baggages": nonfree,
+                             "payment_id": payer["id"]})
+
+    def update_passenger(self) -> Intent | None:
+        pool = self.reservations(lambda r: _upcoming(r) and bool(r["passengers"]))
+        if not pool:
+            return None
+        r = self.pick(pool)
+        i = int(self.rng.integers(len(r["passengers"])))
+        people = [dict(p) for p in r["passengers"]]
+        old = people[i]
+        year = int(old["dob"][:4]) + (1 if self.rng.random() < 0.5 else -1)
+        people[i] = {**old, "dob": f"{year}{old['dob'][4:]}"}
+        self.used.add(r["id"])
+        return Intent("update_passenger",
+                      f"On reservation {r['id']}, {old['first_name']} {old['last_name']}'s date of birth is wrong: "
+                      f"it should be {people[i]['dob']}.",
+                      [action("get_reservation_details", reservation_id=r["id"]),
+                       action("update_reservation_passengers", reservation_id=r["id"], passengers=people)],
+                      facts={"reservation_id": r["id"], "passengers": people})
+
+    def compensation(self) -> Intent | None:
+        eligible_user = self.user["membership"] in ("silver", "gold")
+        for r in self.reservations(lambda r: r["status"] is None):
+            cancelled = [f for f in r["flights"]
+                         if (self.snap.days.get((f["flight_number"], f["date"])) or {}).get("status") == "cancelled"]
+            if not cancelled or not (eligible_user or r["insurance"] == "yes" or r["cabin"] == "business"):
+                continue
+            f = cancelled[0]
+            amount = 100 * len(r["passengers"])
+            self.used.add(r["id"])
+            greedy = self.rng.random() < 0.4
+            ask = " I think 1000 dollars would be fair." if greedy else ""
+            return Intent("compensation",
+                          f"My flight {f['flight_number']} on {f['date']} (reservation {r['id']}) was cancelled by "
+                          f"the airline. I'd like some compensation.{ask}",
+                          [action("get_reservation_details", reservation_id=r["id"]),
+                           action("send_certificate", user_id=self.uid, amount=amount)],
+                          facts={"reservation_id": r["id"], "amount": amount, "asks_for_more": greedy})
+        return None
+
+    def flight_status(self) -> Intent | None:
+        def status(f: dict) -> str | None:
+            return (self.snap.days.get((f["flight_number"], f["date"])) or {}).get("status")
+
+        flown = [(f["flight_number"], f["date"]) for r in self.snap.reservations.get(self.uid, [])
+                 for f in r["flights"] if status(f) not in (None, "available")]
+        if not flown:
+            return None
+        fn, date = self.pick(flown)
+        status = self.snap.days[(fn, date)]["status"]
+        return Intent("flight_status", f"What is the status of flight {fn} on {date}?",
+                      [action("get_flight_status", flight_number=fn, date=date)], communicate=[status],
+                      facts={"flight_number": fn, "date": date})
+
+
+INTENTS = {
+    "book_one_way": lambda m: m.book(False), "book_round_trip": lambda m: m.book(True), "cancel": _Maker.cancel,
+    "change_flight": _Maker.change_flight, "change_cabin": _Maker.change_cabin, "add_bags": _Maker.add_bags,
+    "update_passenger": _Maker.update_passenger, "compensation": _Maker.compensation,
+    "flight_status": _Maker.flight_status, "refusal": _Maker.refusal,
+}
+SINGLE = list(INTENTS)
+
+
+def generated_tasks(domain: Domain, split: str, *, count: int | None = None, seed: int = 0, size: str = "default",
+                    difficulty: int | None = None, verify: bool = True, source: str = "generated") -> list[Task]:
+    """``count`` verified tasks of ``split`` (default 1,000 train, 150 dev, 150 test) over the world of ``seed``."""
+    params = {"size": size} if size != "default" and source == "generated" else {}
+    world = WorldSpec(source=source, seed=seed, params=params)
+    image = domain.image(world)
+    with domain.scratch_lock:
+        scratch = domain.scratch_world(image, source)
+        scratch.load(image.data)
+        snap = Snapshot(scratch.raw)
+
+    def make(rng: np.random.Generator, user: int, level: int, task_id: str) -> Task | None:
+        maker = _Maker(snap, rng, snap.users[user])
+        kinds = [SINGLE[int(rng.integers(len(SINGLE)))] for _ in range(level)]
+        if level == 3:
+            kinds[-1] = "refusal"
+        intents = [INTENTS[k](maker) for k in kinds]
+        if any(i is None for i in intents):
+            return None
+        uid = maker.uid
+        return compose_task(task_id=task_id, domain="airline", split=split, world=world, intents=intents,  # type: ignore[arg-type]
+                            difficulty=level, user_id=uid,
+                            name=f"{maker.user['first_name']} {maker.user['last_name']}",
+                            role="a customer of the airline", auth=action("get_user_details", user_id=uid),
+                            auth_text=f"My user id is {uid}.", auth_facts={"user_id": uid})
+
+    wanted = DEFAULT_COUNTS[split] if count is None else count
+    return generate_tasks(domain, split, n_users=len(snap.users), count=wanted, seed=seed, difficulty=difficulty,
+                          make=make, verify=verify)
