@@ -1,6 +1,6 @@
 """Speed of the hot paths, side by side with tau2 in the same run where tau2 is installed.
 
-    python benchmarks/bench.py                      # mock and retail
+    python benchmarks/bench.py                      # mock, retail and airline
     python benchmarks/bench.py --domain retail --repeat 300
 
 Medians of: reset, one env step with a tool call, a bare read tool call, the terminal reward, a gold
@@ -116,7 +116,8 @@ def gold_episode_us(env: MuaEnv, tasks: list[Any]) -> float:
     return statistics.median(times) * 1e6
 
 
-def tau2_retail(repeat: int) -> dict[str, float] | None:
+def tau2_figures(domain: str, read_call: tuple[str, dict], write_call: tuple[str, dict],
+                 repeat: int) -> dict[str, float] | None:
     """tau2's own figures for the same operations, or None where tau2 is not installed."""
     import contextlib
     import io
@@ -130,13 +131,11 @@ def tau2_retail(repeat: int) -> dict[str, float] | None:
     except ImportError:
         return None
     logger.remove()
-    make = registry.get_env_constructor("retail")
-    tasks = registry.get_tasks_loader("retail")(None)
+    make = registry.get_env_constructor(domain)
+    tasks = registry.get_tasks_loader(domain)(None)
     env = make()
-    read = ToolCall(id="r", name="get_order_details", arguments={"order_id": "#W2611340"})
-    write = ToolCall(id="w", name="modify_pending_order_address", arguments={
-        "order_id": "#W5918442", "address1": "1 Main St", "address2": "", "city": "Austin", "state": "TX",
-        "country": "USA", "zip": "73301"})
+    read = ToolCall(id="r", name=read_call[0], arguments=read_call[1])
+    write = ToolCall(id="w", name=write_call[0], arguments=write_call[1])
     out = {"reset": median_us(make, max(10, repeat // 20)),
            "read": median_us(lambda: env.get_response(read), repeat),
            "write": median_us(lambda: env.get_response(write), repeat)}
@@ -165,7 +164,8 @@ def tau2_retail(repeat: int) -> dict[str, float] | None:
 
 def retail_rows(repeat: int) -> list[Row]:
     retail = mua_gym.get_domain("retail")
-    tau2 = tau2_retail(repeat)
+    tau2 = tau2_figures("retail", ("get_order_details", {"order_id": "#W2611340"}),
+                        ("modify_pending_order_address", _address("#W5918442")), repeat)
     pending = "#W5918442"  # a pending order of the TAU2 world
     rows = bench_env("retail generated", {"domain": "retail", "split": "test"}, retail.tasks("test"),
                      {"name": "get_order_details", "arguments": {"order_id": _first_order(retail)}},
@@ -195,6 +195,33 @@ def _address(order_id: str) -> dict[str, str]:
             "country": "USA", "zip": "73301"}
 
 
+def airline_rows(repeat: int) -> list[Row]:
+    airline = mua_gym.get_domain("airline")
+    read = ("get_reservation_details", {"reservation_id": "4WQ150"})
+    write = ("update_reservation_baggages", {"reservation_id": "4WQ150", "total_baggages": 5, "nonfree_baggages": 0,
+                                             "payment_id": "gift_card_3576581"})
+    tau2 = tau2_figures("airline", read, write, repeat)
+    world = airline.new_world()
+    rid, pay = world.raw.execute(
+        "SELECT r.reservation_id, p.payment_id FROM reservations r JOIN reservation_payments p USING (reservation_id) "
+        "WHERE p.payment_id LIKE 'credit_card%' ORDER BY r.position LIMIT 1").fetchone()
+    rows = bench_env("airline generated", {"domain": "airline", "split": "test"}, airline.tasks("test"),
+                     {"name": "get_reservation_details", "arguments": {"reservation_id": rid}},
+                     {"name": "update_reservation_baggages", "arguments": {
+                         "reservation_id": rid, "total_baggages": 1, "nonfree_baggages": 0, "payment_id": pay}},
+                     repeat, tau2)
+    try:
+        tau2_tasks = airline.tasks("train", "tau2") + airline.tasks("test", "tau2")
+    except FileNotFoundError:
+        return rows
+    rows += bench_env("airline tau2 world", {"domain": "airline", "world": "tau2"}, tau2_tasks,
+                      {"name": read[0], "arguments": read[1]}, {"name": write[0], "arguments": write[1]}, repeat, tau2)
+    env = MuaEnv("airline", world="tau2")
+    rows.append(("airline tau2 world", "gold episode on TAU2 tasks 0-19", gold_episode_us(env, tau2_tasks[:20]),
+                 (tau2 or {}).get("gold_episode")))
+    return rows
+
+
 def mock_rows(repeat: int) -> list[Row]:
     domain = mua_gym.get_domain("mock")
     tasks = [t for s in ("train", "dev", "test") for t in domain.tasks(s)]
@@ -207,7 +234,7 @@ def mock_rows(repeat: int) -> list[Row]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--domain", choices=["all", "mock", "retail"], default="all")
+    parser.add_argument("--domain", choices=["all", "mock", "retail", "airline"], default="all")
     parser.add_argument("--repeat", type=int, default=300)
     args = parser.parse_args()
     rows: list[Row] = []
@@ -215,6 +242,8 @@ def main() -> None:
         rows += mock_rows(args.repeat)
     if args.domain in ("all", "retail"):
         rows += retail_rows(args.repeat)
+    if args.domain in ("all", "airline"):
+        rows += airline_rows(args.repeat)
     print(f"{'world':30s} {'operation':40s} {'ours':>12s} {'tau2':>12s} {'tau2/ours':>10s}")
     for world, op, ours, theirs in rows:
         unit = "" if "per second" in op or "MB" in op else " us"

@@ -423,6 +423,14 @@ class World:
         except ToolError as exc:
             return ToolResult.failure(str(exc))
         self.requestor = requestor
+        if found.kind == "read":  # reads change nothing, so they need no savepoint (a hot path)
+            try:
+                return ToolResult(content=render_result(found.function(self, **kwargs) if found.takes_world
+                                                        else found.function(**kwargs)))
+            except Exception as exc:
+                return ToolResult.failure(str(exc) or type(exc).__name__)
+            finally:
+                self.requestor = "assistant"
         self.raw.execute("SAVEPOINT mua_tool")
         try:
             value = found.function(self, **kwargs) if found.takes_world else found.function(**kwargs)
