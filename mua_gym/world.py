@@ -274,9 +274,16 @@ class World:
         self.tools = tools or Toolkit()
         self.user_tools = user_tools or Toolkit()
         self.raw = _connect(image.data)
-        self.conn = _engine_over(self.raw)
+        self._conn: Connection | None = None
         #: Who is calling the running tool ("assistant" or "user"); tools may read it.
         self.requestor: Requestor = "assistant"
+
+    @property
+    def conn(self) -> Connection:
+        """A SQLAlchemy connection over this world's database (made on first use: an engine costs milliseconds)."""
+        if self._conn is None:
+            self._conn = _engine_over(self.raw)
+        return self._conn
 
     # -- queries -----------------------------------------------------------------------------------
     def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> sqlite3.Cursor:
@@ -445,7 +452,8 @@ class World:
         return ToolResult(content=content, error=False)
 
     def close(self) -> None:
-        self.conn.close()
+        if self._conn is not None:
+            self._conn.close()
         self.raw.close()
 
 
