@@ -105,7 +105,8 @@ class AsyncMuaEnv:
         self.world: World | None = None
         self.task: Task | None = None
         self._seed: int | None = None
-        self._entries: list[TrajectoryEntry] = []
+        # (message, trainable, visible to the agent); made into TrajectoryEntry models only when asked for.
+        self._entries: list[tuple[Any, bool, bool]] = []
         self._user_view: list[Any] = []
         self._policy = self.domain.policy_text(world, **self.world_params)
         self.tool_schemas = self.domain.toolkit(world).schemas()
@@ -162,7 +163,7 @@ class AsyncMuaEnv:
         self._usage = {}
         self._pending_error = None
         system = SystemMessage(content=self._policy)
-        self._entries = [TrajectoryEntry(message=system, trainable=False)]
+        self._entries = [(system, False, True)]
         self._user_view = []
         observation = [to_openai(system)]
         user_seed = int(self._rng.integers(2**31))
@@ -170,7 +171,7 @@ class AsyncMuaEnv:
             reply = await self.user.start(task, seed=user_seed, tools=self._user_tool_schemas)
             self._add_usage(reply)
             opening = UserMessage(content=reply.content)
-            self._entries.append(TrajectoryEntry(message=opening, trainable=False))
+            self._entries.append((opening, False, True))
             self._user_view.append(opening)
             observation.append(to_openai(opening))
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
@@ -203,7 +204,7 @@ class AsyncMuaEnv:
             info = self._info()
             info["error"] = f"unreadable action: {exc}"
             return [], 0.0, False, self._truncated, info
-        self._entries.append(TrajectoryEntry(message=message, trainable=True, visible_to_agent=True))
+        self._entries.append((message, True, True))
         if not message.tool_calls:
             return PendingStep(user_message=message)
         observation = self._run_agent_tools(message)
@@ -247,7 +248,7 @@ class AsyncMuaEnv:
                 self._tool_errors += 1
             reply = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
                                                 error=result.error, requestor="assistant")
-            self._entries.append(TrajectoryEntry(message=reply, trainable=False, visible_to_agent=True))
+            self._entries.append((reply, False, True))
             observation.append(to_openai(reply))
             if not result.error and call.function.name in self.domain.terminal_tools:
                 self._terminated, self._done, self._reason = True, True, "agent_stop"
@@ -272,7 +273,7 @@ class AsyncMuaEnv:
             return []
         said = UserMessage(content=reply.content)
         self._user_view.append(said)
-        self._entries.append(TrajectoryEntry(message=said, trainable=False))
+        self._entries.append((said, False, True))
         token = next((t for t in STOP_TOKENS if t in reply.content), None)
         if reply.walked_away:
             self._terminated, self._done, self._reason = True, True, "user_walked_away"
@@ -284,14 +285,14 @@ class AsyncMuaEnv:
         assert self.world is not None
         acting = UserMessage(content=reply.content, tool_calls=reply.tool_calls)
         self._user_view.append(acting)
-        self._entries.append(TrajectoryEntry(message=acting, trainable=False, visible_to_agent=False))
+        self._entries.append((acting, False, False))
         for call in reply.tool_calls:
             self._user_tool_calls += 1
             result = self.world.call_tool(call.function.name, call.function.arguments, "user")
             done = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
                                error=result.error, requestor="user")
             self._user_view.append(done)
-            self._entries.append(TrajectoryEntry(message=done, trainable=False, visible_to_agent=False))
+            self._entries.append((done, False, False))
 
     def _check_limits(self) -> None:
         if self._done:
@@ -350,18 +351,20 @@ class AsyncMuaEnv:
     # -- records -----------------------------------------------------------------------------------
     def messages(self) -> list[Any]:
         """Every message of the episode so far (pydantic models), hidden user tool traffic included."""
-        return [e.message for e in self._entries]
+        return [message for message, _, _ in self._entries]
 
     def agent_messages(self) -> list[dict[str, Any]]:
         """The conversation as the agent has seen it, as OpenAI chat dicts."""
-        return [to_openai(e.message) for e in self._entries if e.visible_to_agent]
+        return [to_openai(message) for message, _, visible in self._entries if visible]
 
     def trajectory(self) -> Trajectory:
         if self.task is None:
             raise RuntimeError("no episode yet: call reset() first")
         return Trajectory(
             task_id=self.task.id, domain=self.domain.name, seed=self._seed, user=self.user.name,
-            tools=self.tool_schemas, entries=list(self._entries), reward=self._reward,
+            tools=self.tool_schemas,
+            entries=[TrajectoryEntry(message=m, trainable=t, visible_to_agent=v) for m, t, v in self._entries],
+            reward=self._reward,
             reward_info=self._reward_info, terminated=self._terminated, truncated=self._truncated,
             termination_reason=self._reason, turns=self._turns, tool_calls=self._tool_calls,
             tool_errors=self._tool_errors, user_tool_calls=self._user_tool_calls, usage=dict(self._usage),
