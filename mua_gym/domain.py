@@ -44,6 +44,11 @@ class Domain:
     env_name: str | None = None
     #: A different agent tool set for some sources (e.g. exactly the installed tau2's set for its tasks).
     source_tools: Mapping[str, Callable[[], Toolkit]] = field(default_factory=dict)
+    #: Runs after every successful tool call, inside its savepoint: re-derives state coupled across tables
+    #: (telecom: the phone's view of the account).
+    after_tool_call: Callable[[World], None] | None = None
+    #: Functions that only a task's initial actions may call (``requestor="setup"``), e.g. fault injection.
+    setup_tools: Toolkit | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():
@@ -91,7 +96,8 @@ class Domain:
         return found
 
     def world_from_image(self, image: WorldImage, source: str = "generated") -> World:
-        return World(image, self.toolkit(source), self.user_tools, domain=self)
+        return World(image, self.toolkit(source), self.user_tools, domain=self, after_call=self.after_tool_call,
+                     setup_tools=self.setup_tools)
 
     def scratch_world(self, image: WorldImage, source: str = "generated") -> World:
         """A world kept per image for one-off work (gold replays, checks); the caller loads what it needs.

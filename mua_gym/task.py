@@ -11,11 +11,11 @@ Split = Literal["train", "dev", "test"]
 
 
 class Action(BaseModel):
-    """One tool call, by the assistant or (dual control) the user."""
+    """One tool call, by the assistant or (dual control) the user; ``setup`` only in a task's initial actions."""
 
     name: str
     arguments: dict[str, Any] = {}
-    requestor: Literal["assistant", "user"] = "assistant"
+    requestor: Literal["assistant", "user", "setup"] = "assistant"
     # Which arguments must match for the ACTION reward; None: all of them.
     compare_args: list[str] | None = None
 

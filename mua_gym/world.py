@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ChangeSet", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage", "WorldSnapshot"]
 
-Requestor = Literal["assistant", "user"]
+Requestor = Literal["assistant", "user", "setup"]
 Key = tuple[Any, ...]
 Row = tuple[Any, ...]
 
@@ -268,11 +268,16 @@ class World:
     """
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
-                 domain: "Domain | None" = None) -> None:
+                 domain: "Domain | None" = None, after_call: Callable[["World"], None] | None = None,
+                 setup_tools: Toolkit | None = None) -> None:
         self.image = image
         self.domain = domain
         self.tools = tools or Toolkit()
         self.user_tools = user_tools or Toolkit()
+        #: Runs after every successful call, inside the call's savepoint (e.g. re-deriving coupled state).
+        self.after_call = after_call
+        #: Functions only a task's initial actions may call (fault injection), with requestor "setup".
+        self.setup_tools = setup_tools or Toolkit()
         self.raw = _connect(image.data)
         self._conn: Connection | None = None
         #: Who is calling the running tool ("assistant" or "user"); tools may read it.
@@ -415,6 +420,8 @@ class World:
             kit, others, who = self.tools, self.user_tools, "the assistant"
         elif requestor == "user":
             kit, others, who = self.user_tools, self.tools, "the user"
+        elif requestor == "setup":
+            kit, others, who = self.setup_tools, Toolkit(), "a task's setup"
         else:
             return ToolResult.failure(f"unknown requestor {requestor!r}")
         found: Tool | None = kit.tools.get(name) if isinstance(name, str) else None
@@ -430,7 +437,7 @@ class World:
         except ToolError as exc:
             return ToolResult.failure(str(exc))
         self.requestor = requestor
-        if found.kind == "read":  # reads change nothing, so they need no savepoint (a hot path)
+        if found.kind == "read" and self.after_call is None:  # reads change nothing: no savepoint (a hot path)
             try:
                 return ToolResult(content=render_result(found.function(self, **kwargs) if found.takes_world
                                                         else found.function(**kwargs)))
@@ -442,6 +449,8 @@ class World:
         try:
             value = found.function(self, **kwargs) if found.takes_world else found.function(**kwargs)
             content = render_result(value)
+            if self.after_call is not None:
+                self.after_call(self)
         except Exception as exc:  # a failing tool must leave the world exactly as it was
             self.raw.execute("ROLLBACK TO mua_tool")
             self.raw.execute("RELEASE mua_tool")

@@ -170,3 +170,27 @@ def test_image_is_sqlite(mock):
     con = sqlite3.connect(":memory:")
     con.deserialize(mock.image().data)
     assert con.execute("SELECT COUNT(*) FROM orders").fetchone()[0] == 67
+
+
+def test_after_call_hook_runs_inside_the_call_and_setup_tools_are_separate(mock):
+    from mua_gym.tools import Toolkit, tool
+
+    @tool(kind="write")
+    def break_stock(world: World) -> str:
+        """Setup only: empties the stock."""
+        world.raw.execute("UPDATE products SET stock = 0")
+        return "ok"
+
+    calls = []
+
+    def recount(world: World) -> None:
+        calls.append(world.raw.execute("SELECT SUM(stock) FROM products").fetchone()[0])
+        if calls[-1] == 0:
+            raise RuntimeError("sync refused")
+
+    w = World(mock.image(), mock.tools, mock.user_tools, after_call=recount, setup_tools=Toolkit.of(break_stock))
+    before = w.state_hash()
+    assert w.call_tool("break_stock", {}).content == "Error: unknown tool 'break_stock'"
+    assert not w.call_tool("get_order", {"order_id": "O1001"}).error and calls == [259]
+    r = w.call_tool("break_stock", {}, requestor="setup")
+    assert r.content == "Error: sync refused" and w.state_hash() == before  # the hook is part of the atomic call
