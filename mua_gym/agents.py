@@ -44,8 +44,10 @@ class OracleAgent(Agent):
         from mua_gym.registry import get_domain
 
         tools = get_domain(self.task.domain).tools
-        self._pending = [a for a in self.task.gold_actions if a.requestor == "assistant"]
-        self._writes = [a for a in self._pending if a.name in tools and tools[a.name].kind == "write"]
+        # The user's own gold actions (dual control) become instructions to the user, in order.
+        self._pending = [a for a in self.task.gold_actions if a.requestor in ("assistant", "user")]
+        self._writes = [a for a in self._pending
+                        if a.requestor == "assistant" and a.name in tools and tools[a.name].kind == "write"]
         self._confirmed = not self._writes
         self._step = 0
         self._summarised = False
@@ -55,6 +57,10 @@ class OracleAgent(Agent):
             self._confirmed = True
             plan = "; ".join(f"{a.name} with {json.dumps(a.arguments)}" for a in self._writes)
             return {"role": "assistant", "content": f"Here is what I will do: {plan}. Shall I proceed?"}
+        if self._pending and self._pending[0].requestor == "user":
+            action = self._pending.pop(0)
+            return {"role": "assistant", "content": f"Please do this on your phone: {action.name}"
+                                                    f"({json.dumps(action.arguments)})."}
         if self._pending:
             action = self._pending.pop(0)
             self._step += 1

@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--episodes", type=int, default=1)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--split", default="train")
-    run.add_argument("--world", default="generated", help="the world and task source")
+    run.add_argument("--world", default=None, help="the world and task source (default: the domain's)")
     run.add_argument("--task", help="a task id (default: drawn with the seed)")
     run.add_argument("--max-turns", type=int, default=30)
     run.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",

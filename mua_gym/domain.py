@@ -49,6 +49,8 @@ class Domain:
     after_tool_call: Callable[[World], None] | None = None
     #: Functions that only a task's initial actions may call (``requestor="setup"``), e.g. fault injection.
     setup_tools: Toolkit | None = None
+    #: The world and task source an env uses when none is named.
+    default_source: str = "generated"
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():

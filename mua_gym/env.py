@@ -69,7 +69,7 @@ class AsyncMuaEnv:
         *,
         user: str | UserSimulator = "scripted",
         user_kwargs: dict[str, Any] | None = None,
-        world: str = "generated",
+        world: str | None = None,
         world_params: dict[str, Any] | None = None,
         split: str = "train",
         tasks: list[Task] | None = None,
@@ -84,6 +84,7 @@ class AsyncMuaEnv:
 
         self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)
         self.user: UserSimulator = make_user(user, **(user_kwargs or {}))
+        world = world or self.domain.default_source
         self.source = world
         self.world_params = dict(world_params or {})
         self.split = split

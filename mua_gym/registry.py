@@ -32,6 +32,7 @@ BUILTIN = {
     "mock": "mua_gym.domains.mock",
     "retail": "mua_gym.domains.retail",
     "airline": "mua_gym.domains.airline",
+    "telecom": "mua_gym.domains.telecom",
 }
 
 _loaded: dict[str, Domain] = {}

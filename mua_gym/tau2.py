@@ -98,9 +98,10 @@ def convert_task(raw: dict[str, Any], domain: str, split: str, world: WorldSpec)
         for a in criteria.get("actions") or []
     ]
     initial = raw.get("initial_state") or {}
+    # Initial actions may call helpers that are no tools of either side (fault injection): they run as
+    # "setup" calls, which a domain serves from its setup toolkit (both sides' helpers, distinct names).
     initial_actions = [
-        Action(name=a.get("func_name") or a["name"], arguments=a.get("arguments") or {},
-               requestor="user" if a.get("env_type") == "user" else "assistant")
+        Action(name=a.get("func_name") or a["name"], arguments=a.get("arguments") or {}, requestor="setup")
         for a in initial.get("initialization_actions") or []
     ]
     persona = scenario.get("persona")
@@ -137,12 +138,19 @@ def convert_task(raw: dict[str, Any], domain: str, split: str, world: WorldSpec)
 
 
 def load_tasks(domain: str, split: str, path: str | Path | None = None, tasks_file: str = "tasks.json",
-               split_file: str | None = None) -> list[Task]:
-    """TAU2's tasks of one split (``train`` or ``test``; ``dev`` is empty), in the file's order."""
+               split_file: str | None = None, subset: str | None = None) -> list[Task]:
+    """TAU2's tasks of one split (``train`` or ``test``; ``dev`` is empty), in the file's order.
+
+    ``subset`` names another list of TAU2's split file instead (telecom: ``"full"``, all 2,285 tasks), whose
+    tasks are all given the split ``split``.
+    """
     folder = data_dir(domain, path)
     raw_tasks = read_json(folder, tasks_file)
     split_name = split_file or f"split_{Path(tasks_file).stem}.json"
     splits = read_json(folder, split_name)
-    wanted = set(splits.get(split, []))
+    key = subset or split
+    if subset is not None and subset not in splits:
+        raise ValueError(f"TAU2's {domain} split file has no list {subset!r}; it has {sorted(splits)}")
+    wanted = set(splits.get(key, []))
     world = WorldSpec(source="tau2", params={"path": str(path)} if path is not None else {})
     return [convert_task(t, domain, split, world) for t in raw_tasks if str(t["id"]) in wanted]

