@@ -1,6 +1,6 @@
 """Speed of the hot paths, side by side with tau2 in the same run where tau2 is installed.
 
-    python benchmarks/bench.py                      # mock, retail and airline
+    python benchmarks/bench.py                      # mock, retail, airline and telecom
     python benchmarks/bench.py --domain retail --repeat 300
 
 Medians of: reset, one env step with a tool call, a bare read tool call, the terminal reward, a gold
@@ -222,6 +222,103 @@ def airline_rows(repeat: int) -> list[Row]:
     return rows
 
 
+def tau2_telecom(repeat: int) -> dict[str, float] | None:
+    """tau2's telecom env: reset = build + apply the task's initial state; one agent and one user call; gold."""
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            from loguru import logger
+            from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
+            from tau2.data_model.simulation import SimulationRun, TerminationReason
+            from tau2.domains.telecom.environment import get_environment, get_tasks
+            from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+    except ImportError:
+        return None
+    logger.remove()
+    started = time.perf_counter()
+    tasks = get_tasks("base")
+    out = {"load": (time.perf_counter() - started) * 1e6}
+    task = tasks[0]
+
+    def reset() -> Any:
+        env = get_environment()
+        env.set_state(task.initial_state.initialization_data, task.initial_state.initialization_actions, [])
+        return env
+
+    out["reset"] = median_us(reset, max(10, repeat // 10))
+    env = reset()
+    agent = ToolCall(id="a", name="get_customer_by_phone", arguments={"phone_number": "555-123-2002"})
+    user = ToolCall(id="u", name="check_status_bar", arguments={}, requestor="user")
+    out["read"] = median_us(lambda: env.get_response(agent), repeat)
+    out["user"] = median_us(lambda: env.get_response(user), repeat)
+    times = []
+    for t in tasks[:20]:
+        t0 = time.perf_counter()
+        e = get_environment()
+        e.set_state(t.initial_state.initialization_data, t.initial_state.initialization_actions, [])
+        msgs: list[Any] = [UserMessage(role="user", content="hi")]
+        for i, a in enumerate(t.evaluation_criteria.actions or []):
+            call = ToolCall(id=f"c{i}", name=a.name, arguments=a.arguments, requestor=a.requestor)
+            msgs.append((UserMessage if a.requestor == "user" else AssistantMessage)(role=a.requestor,
+                                                                                      tool_calls=[call]))
+            msgs.append(e.get_response(call))
+        msgs.append(AssistantMessage(role="assistant", content="done"))
+        evaluate_simulation(SimulationRun(id="s", task_id=t.id, start_time="", end_time="", duration=0.0,
+                                          termination_reason=TerminationReason.AGENT_STOP, messages=msgs),
+                            t, EvaluationType.ALL, solo_mode=False, domain="telecom")
+        times.append(time.perf_counter() - t0)
+    out["gold_episode"] = statistics.median(times) * 1e6
+    return out
+
+
+def telecom_rows(repeat: int) -> list[Row]:
+    telecom = mua_gym.get_domain("telecom")
+    try:
+        started = time.perf_counter()
+        full = telecom.tasks("train", "tau2", subset="full")
+        load = (time.perf_counter() - started) * 1e6
+    except FileNotFoundError:
+        return []
+    tau2 = tau2_telecom(repeat) or {}
+    base = telecom.tasks("train", "tau2") + telecom.tasks("test", "tau2")
+    env = MuaEnv("telecom", world="tau2", user="scenario")
+    label = "telecom tau2 world"
+    first = base[0]
+    reset = lambda: env.reset(options={"task": first})  # noqa: E731
+    for t in base:
+        env.reset(options={"task": t})
+    read = {"name": "get_customer_by_phone", "arguments": {"phone_number": "555-123-2002"}}
+    rows: list[Row] = [(label, "load the full task set (2,285)", load, tau2.get("load")),
+                       (label, "reset (TAU2 task start state)", median_us(reset, repeat), tau2.get("reset")),
+                       (label, "env step: one agent read tool call", median_us(lambda: env.step(read), repeat,
+                                                                               setup=reset), tau2.get("read"))]
+    world = env.world
+    rows.append((label, "user tool call (world.call_tool)", median_us(
+        lambda: world.call_tool("check_status_bar", {}, "user"), repeat), tau2.get("user")))
+    core = env.core
+    rows.append((label, "terminal reward (env assertions)", median_us(
+        lambda: evaluate(core.domain, core.task, world, core.messages()), repeat, setup=reset), None))
+    times = []
+    for task in base[:20]:
+        t0 = time.perf_counter()
+        env.reset(options={"task": task})
+        for a in task.gold_actions:
+            world = env.world
+            world.call_tool(a.name, a.arguments, a.requestor)
+        evaluate(core.domain, task, env.world, core.messages())
+        times.append(time.perf_counter() - t0)
+    rows.append((label, "gold episode on TAU2 tasks 0-19", statistics.median(times) * 1e6, tau2.get("gold_episode")))
+    n = max(100, repeat)
+    t0 = time.perf_counter()
+    for i in range(n):
+        play(env, base[i % len(base)])
+    rows.append((label, "oracle+scenario episodes per second", n / (time.perf_counter() - t0), None))
+    del full
+    return rows
+
+
 def mock_rows(repeat: int) -> list[Row]:
     domain = mua_gym.get_domain("mock")
     tasks = [t for s in ("train", "dev", "test") for t in domain.tasks(s)]
@@ -234,7 +331,7 @@ def mock_rows(repeat: int) -> list[Row]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--domain", choices=["all", "mock", "retail", "airline"], default="all")
+    parser.add_argument("--domain", choices=["all", "mock", "retail", "airline", "telecom"], default="all")
     parser.add_argument("--repeat", type=int, default=300)
     args = parser.parse_args()
     rows: list[Row] = []
@@ -244,6 +341,8 @@ def main() -> None:
         rows += retail_rows(args.repeat)
     if args.domain in ("all", "airline"):
         rows += airline_rows(args.repeat)
+    if args.domain in ("all", "telecom"):
+        rows += telecom_rows(args.repeat)
     print(f"{'world':30s} {'operation':40s} {'ours':>12s} {'tau2':>12s} {'tau2/ours':>10s}")
     for world, op, ours, theirs in rows:
         unit = "" if "per second" in op or "MB" in op else " us"
