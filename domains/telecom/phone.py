@@ -46,18 +46,24 @@ SAVE_SURROUNDINGS = (update(surroundings).where(surroundings.c.id == 1)
 APP = select(phone_apps).where(phone_apps.c.app_name == P("app"))
 APPS = select(phone_apps).order_by(phone_apps.c.position)
 
-LINE_BY_PHONE = (select(lines.c.line_id, lines.c.status, lines.c.roaming_enabled, lines.c.plan_id,
-                        lines.c.data_used_gb, lines.c.data_refueling_gb)
-                 .where(lines.c.phone_number == P("number")).order_by(lines.c.position).limit(1))
-LINE_PHONE_BY_ID = select(lines.c.phone_number).where(lines.c.line_id == P("lid"))
-PLAN_LIMIT = select(plans.c.data_limit_gb).where(plans.c.plan_id == P("pid"))
-CUSTOMERS = select(customers.c.customer_id, customers.c.phone_number).order_by(customers.c.position)
-CUSTOMER_LINE_IDS = (select(customer_lines.c.line_id).where(customer_lines.c.customer_id == P("cid"))
-                     .order_by(customer_lines.c.position))
-CUSTOMER_BILL_IDS = (select(customer_bills.c.bill_id).where(customer_bills.c.customer_id == P("cid"))
-                     .order_by(customer_bills.c.position))
-BILL_STATUS = select(bills.c.status, bills.c.total_due).where(bills.c.bill_id == P("bid"))
 SET_BILL_PAID = update(bills).where(bills.c.bill_id == P("bid")).values(status="Paid")
+# The sync runs after every call: one statement reads everything it needs from the account side (the user's
+# line, its plan's allowance, and the customer it belongs to, found as tau2 finds it: primary number first,
+# then any of the customer's lines, in customer order).
+_line_of_customer = (select(customer_lines.c.line_id).join(lines, lines.c.line_id == customer_lines.c.line_id)
+                     .where(customer_lines.c.customer_id == customers.c.customer_id,
+                            lines.c.phone_number == P("number")))
+_customer_of_number = (select(customers.c.customer_id)
+                       .where((customers.c.phone_number == P("number")) | _line_of_customer.exists())
+                       .order_by(customers.c.position).limit(1).scalar_subquery())
+SYNC_READ = (select(lines.c.status, lines.c.roaming_enabled, lines.c.plan_id, lines.c.data_used_gb,
+                    lines.c.data_refueling_gb, plans.c.data_limit_gb, _customer_of_number.label("customer_id"))
+             .select_from(lines.outerjoin(plans, plans.c.plan_id == lines.c.plan_id))
+             .where(lines.c.phone_number == P("number")).order_by(lines.c.position).limit(1))
+AWAITING_BILL = (select(customer_bills.c.bill_id, bills.c.total_due)
+                 .join(bills, bills.c.bill_id == customer_bills.c.bill_id)
+                 .where(customer_bills.c.customer_id == P("cid"), bills.c.status == "Awaiting Payment")
+                 .order_by(customer_bills.c.position).limit(1))
 
 # -- constants ----------------------------------------------------------------------------------------------
 # The VPN profile ``connect_vpn`` connects to (tau2: one shared details object).
@@ -257,20 +263,6 @@ def can_send_mms(world: World) -> bool:
 
 
 # -- sync: account -> surroundings ----------------------------------------------------------------------------
-def _customer_id_by_phone(world: World, number: str) -> str:
-    """tau2's ``get_customer_by_phone``: the first customer whose primary number, or one of whose lines, matches."""
-    for customer in world.fetch_all(CUSTOMERS):
-        if customer["phone_number"] == number:
-            return customer["customer_id"]
-        for line_id in world.fetch_column(CUSTOMER_LINE_IDS, cid=customer["customer_id"]):
-            line_phone = world.fetch_one(LINE_PHONE_BY_ID, lid=line_id)
-            if line_phone is None:
-                raise ValueError(f"Line with ID {line_id} not found")
-            if line_phone["phone_number"] == number:
-                return customer["customer_id"]
-    raise ValueError(f"Customer with phone number {number} not found")
-
-
 def sync(world: World) -> None:
     """Carries the account state of the user's line into the surroundings (tau2's ``sync_tools``).
 
@@ -285,10 +277,10 @@ def sync(world: World) -> None:
     number = surr["phone_number"]
     if number is None:
         return
-    line = world.fetch_one(LINE_BY_PHONE, number=number)
+    line = world.fetch_one(SYNC_READ, number=number)
     if line is None:
         raise ValueError(f"Line with phone number {number} not found")
-    limit = world.fetch_scalar(PLAN_LIMIT, pid=line["plan_id"])
+    limit = line["data_limit_gb"]
     if limit is None:
         raise ValueError(f"Plan with ID {line['plan_id']} not found")
     new = dict(surr)
@@ -300,15 +292,12 @@ def sync(world: World) -> None:
             raise ValueError(f"Bill with ID {new['payment_bill_id']} not found")
         new["payment_bill_id"] = new["payment_amount_due"] = new["payment_paid"] = None
     if new["payment_bill_id"] is None:
-        awaiting = None
-        for bill_id in world.fetch_column(CUSTOMER_BILL_IDS, cid=_customer_id_by_phone(world, number)):
-            bill = world.fetch_one(BILL_STATUS, bid=bill_id)
-            if bill is None:
-                raise ValueError(f"Bill with ID {bill_id} not found")
-            if awaiting is None and bill["status"] == "Awaiting Payment":
-                awaiting = (bill_id, bill["total_due"])
-        if awaiting is not None:
-            new["payment_bill_id"], new["payment_amount_due"] = awaiting
+        customer_id = line["customer_id"]
+        if customer_id is None:
+            raise ValueError(f"Customer with phone number {number} not found")
+        row = world.fetch_one(AWAITING_BILL, cid=customer_id)
+        if row is not None:
+            new["payment_bill_id"], new["payment_amount_due"] = row["bill_id"], row["total_due"]
             new["payment_paid"] = False
     if any(new[c] != surr[c] for c in _SURR_COLUMNS):  # (SQLite booleans read as 0/1; True == 1)
         world.execute(SAVE_SURROUNDINGS, **{f"v_{c}": new[c] for c in _SURR_COLUMNS})
