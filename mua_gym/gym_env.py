@@ -59,13 +59,28 @@ class _Runner:
     def close(self) -> None:
         if self._loop is None:
             return
+        loop = self._loop
         if self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            asyncio.run_coroutine_threadsafe(_drain(), loop).result(timeout=5)
+            loop.call_soon_threadsafe(loop.stop)
             self._thread.join(timeout=5)
             self._thread = None
-        if not self._loop.is_running():
-            self._loop.close()
+        elif not loop.is_closed() and asyncio._get_running_loop() is None:
+            loop.run_until_complete(_drain())
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()
         self._loop = None
+
+
+async def _drain() -> None:
+    """Finishes what libraries left on the loop (litellm's logging worker), so nothing dies on a closed loop."""
+    current = asyncio.current_task()
+    pending = [t for t in asyncio.all_tasks() if t is not current]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 class MuaEnv(gymnasium.Env):
