@@ -279,13 +279,15 @@ class World:
         #: Functions only a task's initial actions may call (fault injection), with requestor "setup".
         self.setup_tools = setup_tools or Toolkit()
         self.raw = _connect(image.data)
-        self._conn: Connection | None = None
+        # Made now, not on first use: SQLAlchemy's first connect ends any open transaction, which would end the
+        # savepoint of a tool that touches ``conn`` first.
+        self._conn: Connection | None = _engine_over(self.raw)
         #: Who is calling the running tool ("assistant" or "user"); tools may read it.
         self.requestor: Requestor = "assistant"
 
     @property
     def conn(self) -> Connection:
-        """A SQLAlchemy connection over this world's database (made on first use: an engine costs milliseconds)."""
+        """A SQLAlchemy connection over this world's database (autocommit; tool calls run in savepoints)."""
         if self._conn is None:
             self._conn = _engine_over(self.raw)
         return self._conn

@@ -194,3 +194,20 @@ def test_after_call_hook_runs_inside_the_call_and_setup_tools_are_separate(mock)
     assert not w.call_tool("get_order", {"order_id": "O1001"}).error and calls == [259]
     r = w.call_tool("break_stock", {}, requestor="setup")
     assert r.content == "Error: sync refused" and w.state_hash() == before  # the hook is part of the atomic call
+
+
+def test_tools_may_use_the_sqlalchemy_connection_inside_their_savepoint(mock):
+    from sqlalchemy import text
+
+    from mua_gym.tools import Toolkit, tool
+
+    @tool(kind="write")
+    def via_core(world: World) -> str:
+        """Writes through SQLAlchemy, then fails."""
+        world.conn.execute(text("UPDATE products SET stock = stock + 1"))
+        raise RuntimeError("after the write")
+
+    w = World(mock.image(), Toolkit.of(via_core))
+    before = w.state_hash()
+    assert w.call_tool("via_core", {}).content == "Error: after the write"
+    assert w.state_hash() == before
