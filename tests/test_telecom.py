@@ -62,7 +62,7 @@ def test_full_task_set_loads_fast_and_every_gold_replay_scores_one(telecom):
 
 
 def test_oracle_and_scenario_user_solve_every_base_task_through_the_env():
-    env = MuaEnv("telecom", user="scenario")
+    env = MuaEnv("telecom", world="tau2", user="scenario")
     tasks = env.core.tasks("train") + env.core.tasks("test")
     failures = []
     for task in tasks:
@@ -79,7 +79,7 @@ def test_oracle_and_scenario_user_solve_every_base_task_through_the_env():
 
 
 def test_dual_control_sides_are_kept_apart(telecom):
-    env = MuaEnv("telecom", user="scenario")
+    env = MuaEnv("telecom", world="tau2", user="scenario")
     obs, info = env.reset(options={"task": env.core.tasks("test")[0]})
     assert "toggle_airplane_mode" not in {t["function"]["name"] for t in info["tools"]}
     obs, *_ = env.step({"name": "toggle_airplane_mode", "arguments": {}})
@@ -95,6 +95,7 @@ def test_dual_control_sides_are_kept_apart(telecom):
 def test_cli_runs_telecom(capsys):
     from mua_gym.cli import main
 
-    assert main(["run", "--env", "mua/Telecom-v0", "--user", "scenario", "--split", "test", "--episodes", "3",
-                 "--quiet"]) == 0
-    assert "3 episodes, mean reward 1.000" in capsys.readouterr().out
+    for world in ("tau2", "generated"):
+        assert main(["run", "--env", "mua/Telecom-v0", "--world", world, "--user", "scenario", "--split", "test",
+                     "--episodes", "3", "--quiet"]) == 0
+        assert "3 episodes, mean reward 1.000" in capsys.readouterr().out

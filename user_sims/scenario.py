@@ -90,6 +90,8 @@ class ScenarioUser(UserSimulator):
     # -- what to say -------------------------------------------------------------------------------
     def _identity(self) -> str:
         f = self.facts
+        if "phone_number" in f:
+            return f"My name is {f.get('name') or 'on the account'}, and my phone number is {f['phone_number']}."
         if "email" in f:
             return f"My email is {f['email']}."
         if "first_name" in f:
@@ -163,6 +165,9 @@ class ScenarioUser(UserSimulator):
             return UserReply(content=self._say("I don't know my user id. " + self._identity()))
         if _has(text, r"e-?mail") and "email" in self.facts and _has(text, r"\?"):
             return UserReply(content=self._say(f"It's {self.facts['email']}."))
+        if _has(text, r"phone number", r"\bnumber\b", r"\bname\b") and "phone_number" in self.facts and \
+                _has(text, r"\?"):
+            return UserReply(content=self._say(self._identity()))
         if _has(text, r"\bname\b", r"zip", r"postal") and "first_name" in self.facts and _has(text, r"\?"):
             f = self.facts
             return UserReply(content=self._say(f"{f['first_name']} {f['last_name']}, zip code {f['zip']}."))

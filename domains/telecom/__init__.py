@@ -1,13 +1,14 @@
 """Telecom: dual-control technical support. The agent acts on the carrier's account side; the simulated user
 acts on their own phone. After every call from either side the phone's view of the account is re-derived.
 
-World and task source: ``tau2`` (TAU2's telecom database, phone and tasks, read from the installed ``tau2``
-package or ``path=``): the 114 base tasks as train/test, or all 2,285 with ``subset="full"``. Seeded worlds
-and task generation of our own are not built yet, so ``tau2`` is this domain's default source.
+World and task sources: ``generated`` (seeded worlds of our own and fault-injected troubleshooting tasks,
+verified when made) and ``tau2`` (TAU2's telecom database, phone and tasks, read from the installed ``tau2``
+package or ``path=``: the 114 base tasks as train/test, or all 2,285 with ``subset="full"``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection
@@ -34,8 +35,13 @@ def build_tau2(conn: Connection, *, seed: int = 0, path: str | None = None) -> N
         load_phone_db(conn, tomllib.load(fh))
 
 
+POLICY = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
+
+
 def policy(source: str, path: str | None = None, **params: Any) -> str:
-    """TAU2's policy for its worlds, read at run time: its main policy and its technical-support manual."""
+    """Our policy for our worlds; for TAU2's, its main policy and technical-support manual, read at run time."""
+    if source != "tau2":
+        return POLICY
     main = tau2.read_policy("telecom", path, "main_policy.md")
     manual = tau2.read_policy("telecom", path, "tech_support_manual.md")
     return f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{manual}\n</tech_support_policy>"
@@ -45,6 +51,18 @@ def tau2_tasks(domain: Domain, split: str, path: str | None = None, subset: str 
     return tau2.load_tasks("telecom", split, path, subset=subset)
 
 
+def _generated_world(conn: Connection, **params: Any) -> None:
+    from mua_gym.domains.telecom.generate import build_generated
+
+    build_generated(conn, **params)
+
+
+def _generated_tasks(domain: Domain, split: str, **params: Any) -> list:
+    from mua_gym.domains.telecom.taskgen import generated_tasks
+
+    return generated_tasks(domain, split, **params)
+
+
 DOMAIN = Domain(
     name="telecom",
     metadata=Base.metadata,
@@ -52,12 +70,11 @@ DOMAIN = Domain(
     user_tools=USER_TOOLS,
     setup_tools=Toolkit.of(*ACCOUNT_SETUP_TOOLS, *PHONE_SETUP_TOOLS),
     policy=policy,
-    worlds={"tau2": build_tau2},
-    task_sources={"tau2": tau2_tasks},
+    worlds={"tau2": build_tau2, "generated": _generated_world},
+    task_sources={"tau2": tau2_tasks, "generated": _generated_tasks},
     terminal_tools=frozenset(),
     assertions={**ACCOUNT_ASSERTIONS, **PHONE_ASSERTIONS},
     after_tool_call=sync,
     reward_basis=("ENV_ASSERTION",),
-    default_source="tau2",
     description="Mobile technical support: a carrier's accounts on one side, the customer's phone on the other.",
 )

@@ -1,0 +1,434 @@
+"""Unlimited telecom troubleshooting tasks on generated worlds: break a customer's phone and account, then judge
+whether the agent (acting on the account) and the user (acting on the phone, as the agent tells them) fix it.
+
+A task picks a customer, one of their active phone lines, a **family** (what the customer complains about) and
+a set of **faults** that explain it, one per slot (airplane mode, SIM, APN, suspension, roaming, mobile data,
+Data Saver, network mode, VPN, Wi-Fi Calling, app permissions, data usage). Families:
+
+=====================  ======================================================  ==============================
+family                 faults (the first group: at least one of them)          judged by (env assertions)
+=====================  ======================================================  ==============================
+no_service             airplane, SIM out, broken APN; + unpaid-bill suspension service connected
+suspended_unpaid_bill  unpaid-bill suspension; + airplane, SIM out, broken APN  service connected, bill paid,
+                                                                               line active
+no_mobile_data         mobile data off; + airplane, SIM out, broken APN, Data   mobile data works, speed
+                       Saver, 2G/3G mode, poor VPN, roaming, data used up       >= 200 Mbps (excellent)
+slow_data              Data Saver, 2G/3G mode, poor VPN                         the same
+abroad_no_roaming      abroad with roaming off on the phone, the line or both;  the same
+                       + airplane, data off, Data Saver, 2G/3G, VPN, data used
+data_exhausted         data used up (the customer asks for 1-2 GB); + airplane, the same + the refuelled amount
+                       data off, Data Saver, 2G/3G, VPN, roaming
+no_mms                 no MMSC URL, Wi-Fi Calling MMS, messaging permissions,  can send MMS
+                       2G mode; + airplane, SIM out, data off, roaming, data
+=====================  ======================================================  ==============================
+
+A fault is injected by the domain's setup helpers (task initial actions with requestor ``setup``, the first
+always ``set_user_info`` for the chosen line), and fixed by gold actions of both sides: the user's
+(``toggle_airplane_mode``, ``reseat_sim_card``, ``reset_apn_settings`` + ``reboot_device``, ...) and the agent's
+(``enable_roaming``, ``refuel_data``, ``send_payment_request`` + ``resume_line``, ...), with the look-ups and
+phone checks a careful agent makes on the way. Every task is judged by env assertions only
+(``ENV_ASSERTION``), except the **traps**: a SIM locked with a PIN or PUK code, or a line suspended after its
+contract ended, which no tool may fix; the right answer is ``transfer_to_human_agents`` (``ACTION`` with
+``compare_args=[]``), and the service must still be down at the end.
+
+``difficulty`` 1-3 is the number of faults; at 3, one task in three swaps a fault for a trap. Personas differ in
+skill and manner (a confident user, an everyday one, a novice who says little, a hurried one). Splits are
+disjoint by customer. Every task is verified when it is made (gold calls succeed, gold replay scores 1.0,
+doing nothing 0.0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mua_gym.domain import Domain
+from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
+from mua_gym.taskgen import generate_tasks
+
+__all__ = ["DEFAULT_COUNTS", "FAMILIES", "generated_tasks"]
+
+DEFAULT_COUNTS = {"train": 1000, "dev": 150, "test": 150}
+#: Fault slots in the order their faults are injected and fixed (airplane mode before the VPN: switching
+#: airplane mode on drops a VPN connection).
+SLOTS = ("airplane", "sim", "apn", "suspension", "roaming", "data_off", "saver", "pref", "vpn", "wifi_calling",
+         "permission", "usage")
+#: Slot variants no tool may fix (the agent must transfer).
+TRAPS = {"sim": ("pin", "puk"), "suspension": ("contract_end",)}
+GOAL_ASSERTIONS = {
+    "service": [("assert_service_status", {"expected_status": "connected"})],
+    "data": [("assert_mobile_data_status", {"expected_status": True}),
+             ("assert_internet_speed", {"expected_speed": 200.0, "expected_desc": "excellent"})],
+    "mms": [("assert_can_send_mms", {"expected_status": True})],
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    goal: str  # service | data | mms
+    core: dict[str, tuple[str, ...]]  # slot -> variants; a task has at least one of these
+    extra: dict[str, tuple[str, ...]]  # further faults that also break the goal
+    symptoms: tuple[str, ...]
+
+
+_SERVICE_FAULTS = {"airplane": ("on",), "sim": ("unseated",), "apn": ("broken",)}
+_SPEED_FAULTS = {"saver": ("on",), "pref": ("2g_only", "3g_only"), "vpn": ("poor",)}
+_ROAMING = {"roaming": ("phone_off", "line_off", "both_off")}
+FAMILIES: dict[str, Family] = {
+    "no_service": Family("service", _SERVICE_FAULTS, {**_SERVICE_FAULTS, "suspension": ("overdue",)}, (
+        "My phone has no signal at all; I can't make calls or send texts.",
+        "Since this morning my phone says there's no service, and my calls don't go through.",
+        "I can't get any cellular service on my phone anymore.",
+    )),
+    "suspended_unpaid_bill": Family("service", {"suspension": ("overdue",)}, _SERVICE_FAULTS, (
+        "My phone lost service, and I think it's because of a bill I forgot to pay. I'd like to pay it and get "
+        "my line working again.",
+        "I got a message that my line was suspended for an unpaid bill and now I have no service. I want to "
+        "settle the bill and have my service back.",
+    )),
+    "no_mobile_data": Family("data", {"data_off": ("off",)}, {
+        **_SERVICE_FAULTS, **_SPEED_FAULTS, **_ROAMING, "usage": ("exceeded",)}, (
+        "Mobile data isn't working on my phone; nothing loads unless I'm on Wi-Fi.",
+        "My phone won't connect to the internet over the cellular network.",
+        "Apps and websites don't load on my phone when I'm away from Wi-Fi.",
+    )),
+    "slow_data": Family("data", _SPEED_FAULTS, _SPEED_FAULTS, (
+        "My mobile internet is painfully slow; pages take forever to load.",
+        "Data on my phone has become really slow. Videos won't play at all.",
+        "My phone's internet speed is terrible lately, even with full bars.",
+    )),
+    "abroad_no_roaming": Family("data", _ROAMING, {
+        "airplane": ("on",), "data_off": ("off",), **_SPEED_FAULTS, "usage": ("exceeded",)}, (
+        "I'm travelling abroad and my mobile data doesn't work here.",
+        "I just landed abroad and I can't get any mobile data on my phone.",
+    )),
+    "data_exhausted": Family("data", {"usage": ("exceeded",)}, {
+        "airplane": ("on",), "data_off": ("off",), **_SPEED_FAULTS, **_ROAMING}, (
+        "My mobile data stopped working, and I think I've used up my monthly allowance.",
+        "I ran out of data this month and my phone can't get online anymore.",
+    )),
+    "no_mms": Family("mms", {"apn": ("no_mmsc",), "wifi_calling": ("mms_over_wifi",),
+                             "permission": ("sms", "storage", "both"), "pref": ("2g_only",)}, {
+        "airplane": ("on",), "sim": ("unseated",), "data_off": ("off",), **_ROAMING, "usage": ("exceeded",),
+        "apn": ("no_mmsc", "broken"), "wifi_calling": ("mms_over_wifi",), "permission": ("sms", "storage", "both"),
+        "pref": ("2g_only",)}, (
+        "I can't send picture messages from my phone; normal texts work but photos fail to send.",
+        "Group messages and photos won't send from my messaging app.",
+        "Every time I try to send an MMS, it fails.",
+    )),
+}
+FAMILY_NAMES = tuple(FAMILIES)
+COUNTRIES = ("Portugal", "Japan", "Canada", "Morocco", "Norway", "Chile", "Vietnam", "Greece", "Mexico", "Kenya")
+REFUEL_AMOUNTS = (1.0, 1.5, 2.0)
+PERSONAS: dict[str, dict[str, Any]] = {
+    "confident": dict(disclosure="forthcoming", patience=25, verbosity="terse", tone="matter-of-fact",
+                      description="A confident, tech-savvy customer who knows the phone's settings well and carries "
+                                  "out each instruction quickly and exactly."),
+    "everyday": dict(disclosure="normal", patience=18, verbosity="normal", tone="polite",
+                     description="An everyday smartphone user, comfortable with the basics, who follows clear "
+                                 "instructions."),
+    "novice": dict(disclosure="minimal", patience=12, verbosity="chatty", tone="anxious",
+                   description="A customer who is not at ease with technology: unsure where settings are, needs "
+                               "every step spelled out, and volunteers little unless asked.",
+                   hidden_constraints=["You do not know technical terms such as APN, VPN or roaming; describe only "
+                                       "what you see on the screen."]),
+    "hurried": dict(disclosure="normal", patience=10, verbosity="terse", tone="impatient",
+                    description="A busy customer, short on time, who wants the problem fixed fast.",
+                    hidden_constraints=["You are in a hurry and want short answers."]),
+}
+PERSONA_NAMES = tuple(PERSONAS)
+PERSONA_WEIGHTS = (0.3, 0.35, 0.2, 0.15)
+OPENERS = {"confident": "", "everyday": "", "novice": "I'm sorry, I'm not very good with phones. ",
+           "hurried": "I'm in a rush, so let's be quick. "}
+
+
+class Snapshot:
+    """The generated world's account side as plain Python data, read once per world."""
+
+    def __init__(self, raw: Any) -> None:
+        q = raw.execute
+        self.plans = {pid: {"limit": limit, "price": price, "refuel": refuel}
+                      for pid, limit, price, refuel in q("SELECT plan_id, data_limit_gb, price_per_month, "
+                                                         "data_refueling_price_per_gb FROM plans")}
+        self.customers = [dict(zip(("customer_id", "name", "status"), r)) for r in
+                          q("SELECT customer_id, full_name, account_status FROM customers ORDER BY position")]
+        devices = dict(q("SELECT device_id, device_type FROM devices").fetchall())
+        line_rows = {r[0]: dict(zip(("line_id", "phone_number", "status", "plan_id", "device_id", "data_used_gb",
+                                     "data_refueling_gb", "roaming_enabled"), r))
+                     for r in q("SELECT line_id, phone_number, status, plan_id, device_id, data_used_gb, "
+                                "data_refueling_gb, roaming_enabled FROM lines")}
+        self.lines: dict[str, list[dict]] = {}
+        for cid, lid in q("SELECT customer_id, line_id FROM customer_lines ORDER BY customer_id, position"):
+            line = dict(line_rows[lid], device_type=devices.get(line_rows[lid]["device_id"]))
+            self.lines.setdefault(cid, []).append(line)
+        self.bill_statuses: dict[str, set[str]] = {}
+        for cid, status in q("SELECT customer_id, status FROM bills"):
+            self.bill_statuses.setdefault(cid, set()).add(status)
+        self.bill_ids = {bid for (bid,) in q("SELECT bill_id FROM bills")}
+
+
+def _a(tool_name: str, requestor: str = "assistant", /, **arguments: Any) -> Action:
+    return Action(name=tool_name, arguments=arguments, requestor=requestor)  # type: ignore[arg-type]
+
+
+def _u(tool_name: str, /, **arguments: Any) -> Action:
+    return _a(tool_name, "user", **arguments)
+
+
+def _s(tool_name: str, /, **arguments: Any) -> Action:
+    return _a(tool_name, "setup", **arguments)
+
+
+class _Maker:
+    """Builds one task for a customer from a seeded generator."""
+
+    def __init__(self, snap: Snapshot, rng: np.random.Generator, split: str, world: WorldSpec) -> None:
+        self.snap, self.rng, self.split, self.world = snap, rng, split, world
+
+    def pick(self, items: Any) -> Any:
+        items = list(items)
+        return items[int(self.rng.integers(len(items)))]
+
+    def choose_faults(self, family: Family, level: int) -> tuple[dict[str, str], str | None] | None:
+        """slot -> variant of the fixable faults, and the trap's slot (or None)."""
+        trap_slot = None
+        if level == 3 and self.rng.random() < 1 / 3:
+            options = ["sim"] + (["suspension"] if family.goal == "service" else [])
+            trap_slot = self.pick(options)
+        fixable = level - (trap_slot is not None)
+        faults: dict[str, str] = {}
+        core = [s for s in family.core if s != trap_slot]
+        if core:
+            slot = self.pick(core)
+            faults[slot] = self.pick(family.core[slot])
+        while len(faults) < fixable:
+            free = [s for s in family.extra if s not in faults and s != trap_slot]
+            if not free:
+                return None
+            slot = self.pick(free)
+            faults[slot] = self.pick(family.extra[slot])
+        if trap_slot is not None:
+            faults[trap_slot] = self.pick(TRAPS[trap_slot])
+        return {s: faults[s] for s in SLOTS if s in faults}, trap_slot
+
+    def fresh_bill_id(self) -> str:
+        while True:
+            bill_id = f"B{int(self.rng.integers(1_000_000, 10_000_000))}"
+            if bill_id not in self.snap.bill_ids:
+                return bill_id
+
+    def make(self, customer: dict, level: int, task_id: str) -> Task | None:
+        rng = self.rng
+        cid = customer["customer_id"]
+        if customer["status"] != "Active":
+            return None
+        candidates = [ln for ln in self.snap.lines.get(cid, [])
+                      if ln["status"] == "Active" and ln["device_type"] == "phone"]
+        if not candidates:
+            return None
+        line = self.pick(candidates)
+        lid, number, name = line["line_id"], line["phone_number"], customer["name"]
+        family_name = self.pick(FAMILY_NAMES)
+        family = FAMILIES[family_name]
+        billable = not {"Overdue", "Awaiting Payment"} & self.snap.bill_statuses.get(cid, set())
+        chosen = self.choose_faults(family, level)
+        if chosen is None:
+            return None
+        faults, trap_slot = chosen
+        if "suspension" in faults and not billable:  # the setup helper and the payment request need a clean slate
+            return None
+        cumulative = np.cumsum(PERSONA_WEIGHTS) / sum(PERSONA_WEIGHTS)
+        persona_name = PERSONA_NAMES[min(int(np.searchsorted(cumulative, rng.random(), side="right")),
+                                         len(PERSONA_NAMES) - 1)]
+        country = self.pick(COUNTRIES) if "roaming" in faults else None
+        plan = self.snap.plans[line["plan_id"]]
+        refuel_gb = self.pick(REFUEL_AMOUNTS) if "usage" in faults else None
+        bill_id = self.fresh_bill_id() if "suspension" in faults else None
+
+        setup = [_s("set_user_info", name=name, phone_number=number)]
+        gold = [_a("get_customer_by_phone", phone_number=number),
+                _u("can_send_mms") if family.goal == "mms" else _u("check_network_status")]
+        extra_assertions: list[tuple[str, dict[str, Any]]] = []
+        trap_checks: list[Action] = []
+        for slot, variant in faults.items():
+            if slot == "airplane":
+                setup.append(_s("turn_airplane_mode_on"))
+                gold.append(_u("toggle_airplane_mode"))
+            elif slot == "sim":
+                if variant == "unseated":
+                    setup.append(_s("unseat_sim_card"))
+                    gold += [_u("check_sim_status"), _u("reseat_sim_card")]
+                else:
+                    setup.append(_s("lock_sim_card", mode=variant))
+                    trap_checks.append(_u("check_sim_status"))
+            elif slot == "apn":
+                setup.append(_s("break_apn_settings" if variant == "broken" else "break_apn_mms_setting"))
+                gold += [_u("check_apn_settings"), _u("reset_apn_settings"), _u("reboot_device")]
+            elif slot == "suspension":
+                setup += [_s("suspend_line_for_overdue_bill", customer_id=cid, line_id=lid, new_bill_id=bill_id,
+                             contract_ended=variant == "contract_end"),
+                          _s("simulate_network_search")]
+                if variant == "contract_end":
+                    trap_checks.append(_a("get_details_by_id", id=lid))
+                else:
+                    gold += [_a("get_details_by_id", id=lid), _a("get_bills_for_customer", customer_id=cid),
+                             _a("send_payment_request", customer_id=cid, bill_id=bill_id),
+                             _u("check_payment_request"), _u("make_payment"), _a("get_details_by_id", id=bill_id),
+                             _a("resume_line", customer_id=cid, line_id=lid), _u("reboot_device")]
+                    extra_assertions += [("assert_no_overdue_bill", {"overdue_bill_id": bill_id}),
+                                         ("assert_line_status", {"customer_id": cid, "line_id": lid,
+                                                                 "expected_status": "Active"})]
+            elif slot == "roaming":
+                setup.append(_s("set_user_location", abroad=True))
+                if variant == "phone_off":
+                    setup += [_s("turn_roaming_off"), _s("enable_roaming", customer_id=cid, line_id=lid)]
+                    gold += [_a("get_details_by_id", id=lid), _u("toggle_roaming")]
+                else:
+                    setup += [_s("turn_roaming_on" if variant == "line_off" else "turn_roaming_off"),
+                              _s("disable_roaming", customer_id=cid, line_id=lid), _s("simulate_network_search")]
+                    gold += [_a("get_details_by_id", id=lid), _a("enable_roaming", customer_id=cid, line_id=lid)]
+                    if variant == "both_off":
+                        gold.append(_u("toggle_roaming"))
+            elif slot == "data_off":
+                setup.append(_s("turn_data_off"))
+                gold.append(_u("toggle_data"))
+            elif slot == "saver":
+                setup.append(_s("turn_data_saver_mode_on"))
+                gold += [_u("check_data_restriction_status"), _u("toggle_data_saver_mode")]
+            elif slot == "pref":
+                setup.append(_s("set_network_mode_preference", mode=variant))
+                gold += [_u("check_network_mode_preference"),
+                         _u("set_network_mode_preference", mode="4g_5g_preferred")]
+            elif slot == "vpn":
+                setup.append(_s("break_vpn"))
+                gold += [_u("check_vpn_status"), _u("disconnect_vpn")]
+            elif slot == "wifi_calling":
+                setup.append(_s("set_wifi_calling", enabled=True, mms_over_wifi=True))
+                gold += [_u("check_wifi_calling_status"), _u("toggle_wifi_calling")]
+            elif slot == "permission":
+                wanted = ("sms", "storage") if variant == "both" else (variant,)
+                setup += [_s("remove_app_permission", app_name="messaging", permission=p) for p in wanted]
+                gold.append(_u("check_app_permissions", app_name="messaging"))
+                gold += [_u("grant_app_permission", app_name="messaging", permission=p) for p in wanted]
+            elif slot == "usage":
+                assert refuel_gb is not None
+                # Just over the allowance, by less than the refuel: the customer's refuel brings data back.
+                over = round(float(rng.uniform(0.1, refuel_gb - 0.1)), 1)
+                used = round(plan["limit"] + line["data_refueling_gb"] + over, 1)
+                setup.append(_s("set_data_usage", customer_id=cid, line_id=lid, data_used_gb=used))
+                gold += [_a("get_data_usage", customer_id=cid, line_id=lid),
+                         _a("refuel_data", customer_id=cid, line_id=lid, gb_amount=refuel_gb)]
+                extra_assertions.append(("assert_data_refueling_amount", {
+                    "customer_id": cid, "line_id": lid, "expected_amount": line["data_refueling_gb"] + refuel_gb}))
+
+        transfer = None
+        if trap_slot is not None:
+            why = ("the SIM card is locked with a PIN/PUK code" if trap_slot == "sim"
+                   else "the line is suspended and its contract has ended")
+            transfer = _a("transfer_to_human_agents", summary=f"Customer {cid}, line {lid}: {why}.")
+            transfer.compare_args = []  # any summary will do
+            gold += trap_checks + [transfer]
+            assertions = [("assert_service_status", {"expected_status": "no_service"})]
+            if trap_slot == "suspension":
+                assertions.append(("assert_line_status", {"customer_id": cid, "line_id": lid,
+                                                          "expected_status": "Suspended"}))
+        else:
+            gold.append({"service": _u("check_status_bar"), "data": _u("run_speed_test"),
+                         "mms": _u("can_send_mms")}[family.goal])
+            assertions = GOAL_ASSERTIONS[family.goal] + extra_assertions
+        gold = _without_repeated_reads(gold)
+
+        # The customer: what they say, who they are, how they behave.
+        symptom = self.pick(family.symptoms)
+        where = f" I'm in {country} at the moment." if country else ""
+        refuel = ""
+        if refuel_gb is not None:
+            refuel = (f" I'd like to add {_gb(refuel_gb)} GB of data to my line." if family_name == "data_exhausted"
+                      else f" If it turns out I need more data, I'm fine with adding {_gb(refuel_gb)} GB.")
+        says = f"{OPENERS[persona_name]}{symptom}{where}{refuel} My phone number is {number}."
+        turns = sum(a.requestor == "user" for a in gold) + 2 + any(
+            a.requestor == "assistant" and a.name in WRITES for a in gold)
+        spec = PERSONAS[persona_name]
+        persona = Persona(**{**spec, "patience": max(spec["patience"], turns + 2)})
+        location = f"You are travelling abroad, in {country}." if country else "You are at home."
+        wishes = []
+        if refuel_gb is not None:
+            wishes.append(f"If the agent offers more data, you want {_gb(refuel_gb)} GB and accept its price.")
+        if "suspension" in faults:
+            wishes.append("If the agent sends you a payment request, check it on your phone and pay it.")
+        instructions = (
+            f"You are {name}, a customer of the phone carrier, calling about your phone. In your own words: "
+            f"\"{symptom}\" {location} {' '.join(wishes)} Do things on your phone only when the agent asks you to, "
+            "and tell the agent what you see. Do not guess at fixes yourself. If the agent says it must transfer you "
+            "to a human agent, accept that. When your problem is solved, thank the agent and end the call.")
+        faults_text = "|".join(f"{s}:{v}" for s, v in faults.items())
+        intent = {"category": family_name, "says": says, "faults": faults_text}
+        if refuel_gb is not None:
+            intent["refuel_gb"] = refuel_gb
+        evaluation = EvaluationSpec(
+            reward_basis=["ENV_ASSERTION", "ACTION"] if transfer is not None else ["ENV_ASSERTION"],
+            actions=[transfer] if transfer is not None else [],
+            env_assertions=[EnvAssertion(name=n, arguments=a) for n, a in assertions])
+        return Task(
+            id=task_id, domain="telecom", split=self.split, category=family_name, difficulty=level,  # type: ignore[arg-type]
+            description=f"{family_name}: {faults_text}" + (f" (trap: {trap_slot})" if trap_slot else ""),
+            world=self.world,
+            user_scenario=UserScenario(
+                instructions=" ".join(instructions.split()),
+                reason_for_call=symptom + where + refuel,
+                known_info=f"You are {name}, and your phone number is {number}. {location}",
+                unknown_info="You do not know what is causing the problem.",
+                persona=persona,
+                facts={"name": name, "phone_number": number, "customer_id": cid, "line_id": lid,
+                       "location": country or "home", "persona": persona_name, "family": family_name,
+                       "faults": faults_text, "trap": trap_slot},
+                intents=[intent],
+            ),
+            script=[f"Hi! {says}", "Okay, I'll do that on my phone.", "Yes, please go ahead.", "Thank you."],
+            initial_actions=setup,
+            gold_actions=gold,
+            evaluation=evaluation,
+        )
+
+
+WRITES = frozenset({"send_payment_request", "resume_line", "enable_roaming", "disable_roaming", "refuel_data",
+                    "suspend_line"})
+#: Look-ups a task needs once: a second identical one (e.g. the line's details for two faults) is left out.
+READS = frozenset({"get_customer_by_phone", "get_details_by_id", "get_bills_for_customer", "get_data_usage",
+                   "check_network_status", "check_sim_status", "check_apn_settings", "check_app_permissions"})
+
+
+def _without_repeated_reads(gold: list[Action]) -> list[Action]:
+    seen: set[str] = set()
+    out = []
+    for action in gold:
+        key = action.model_dump_json()
+        if action.name in READS and key in seen:
+            continue
+        seen.add(key)
+        out.append(action)
+    return out
+
+
+def _gb(amount: float | None) -> str:
+    return f"{amount:g}"
+
+
+def generated_tasks(domain: Domain, split: str, *, count: int | None = None, seed: int = 0, size: str = "default",
+                    difficulty: int | None = None, verify: bool = True) -> list[Task]:
+    """``count`` verified tasks of ``split`` (default 1,000 train, 150 dev, 150 test) over the world of ``seed``."""
+    world = WorldSpec(source="generated", seed=seed, params={"size": size} if size != "default" else {})
+    image = domain.image(world)
+    with domain.scratch_lock:
+        scratch = domain.scratch_world(image, "generated")
+        scratch.load(image.data)
+        snap = Snapshot(scratch.raw)
+
+    def make(rng: np.random.Generator, user: int, level: int, task_id: str) -> Task | None:
+        return _Maker(snap, rng, split, world).make(snap.customers[user], level, task_id)
+
+    wanted = DEFAULT_COUNTS[split] if count is None else count
+    return generate_tasks(domain, split, n_users=len(snap.customers), count=wanted, seed=seed, difficulty=difficulty,
+                          make=make, verify=verify)
