@@ -548,3 +548,29 @@ def test_differential_fuzz(ours, ref, full_tasks, tau2_tasks):
     # the env assertions: each reached both ways, the task's own ones too
     assert stats[("assertion", "task's", "True")] > 20 and stats[("assertion", "task's", "False")] > 20, stats
     assert elapsed < 120, elapsed
+
+
+def test_do_nothing_scores_what_tau2_scores(ours, tau2_tasks, base_tasks):
+    """A run without any tool call, scored by tau2's own evaluator and by ours, task by task (base set)."""
+    from tau2.data_model.message import AssistantMessage, UserMessage
+    from tau2.data_model.simulation import SimulationRun, TerminationReason
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+
+    from mua_gym.reward import evaluate
+
+    domain = ours.domain
+    noop = [UserMessage(role="user", content="hi"), AssistantMessage(role="assistant", content="bye")]
+    differ = []
+    for task in base_tasks:
+        theirs = evaluate_simulation(
+            SimulationRun(id="s", task_id=task.id, start_time="", end_time="", duration=0.0,
+                          termination_reason=TerminationReason.AGENT_STOP, messages=noop),
+            tau2_tasks[task.id], EvaluationType.ALL, solo_mode=False, domain="telecom").reward
+        prepared = prepare_task(domain, task)
+        world = domain.world_from_image(prepared.image, "tau2")
+        world.load(prepared.start)
+        mine = evaluate(domain, task, world, []).reward
+        world.close()
+        if mine != theirs:
+            differ.append((task.id, mine, theirs))
+    assert not differ, differ[:5]
