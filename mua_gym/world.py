@@ -37,6 +37,8 @@ Key = tuple[Any, ...]
 Row = tuple[Any, ...]
 
 _CHANGES = "_mua_changes"
+#: Above this many changed rows a reset loads the whole image instead of rewriting rows.
+REVERT_LIMIT = 5000
 _MOD = 1 << 128
 _image_ids = itertools.count(1)
 
@@ -60,23 +62,36 @@ class TableInfo:
     select_by_rowid: str
     select_by_key: str
     select_all: str
+    select_full_by_rowid: str
+    delete_by_rowid: str
+    insert_full: str
+    update_full: str
+    order: int
 
     @classmethod
-    def of(cls, table: Any) -> "TableInfo":
+    def of(cls, table: Any, order: int = 0) -> "TableInfo":
         columns = tuple(c.name for c in table.columns if not c.info.get("volatile", False))
         key = [c.name for c in table.primary_key.columns]
         if not key:
             raise ValueError(f"table {table.name!r} needs a primary key to be compared")
         positions = tuple(columns.index(k) for k in key)
         cols = ", ".join(_q(c) for c in columns)
+        every = [c.name for c in table.columns]
+        all_cols = ", ".join(_q(c) for c in every)
         where_key = " AND ".join(f"{_q(k)} = ?" for k in key)
+        name = _q(table.name)
         return cls(
             name=table.name,
             columns=columns,
             key_positions=positions,
-            select_by_rowid=f"SELECT {cols} FROM {_q(table.name)} WHERE rowid = ?",
-            select_by_key=f"SELECT {cols} FROM {_q(table.name)} WHERE {where_key}",
-            select_all=f"SELECT {cols} FROM {_q(table.name)}",
+            select_by_rowid=f"SELECT {cols} FROM {name} WHERE rowid = ?",
+            select_by_key=f"SELECT {cols} FROM {name} WHERE {where_key}",
+            select_all=f"SELECT {cols} FROM {name}",
+            select_full_by_rowid=f"SELECT {all_cols} FROM {name} WHERE rowid = ?",
+            delete_by_rowid=f"DELETE FROM {name} WHERE rowid = ?",
+            insert_full=f"INSERT INTO {name} (rowid, {all_cols}) VALUES (?, {', '.join('?' for _ in every)})",
+            update_full=f"UPDATE {name} SET {', '.join(f'{_q(c)} = ?' for c in every)} WHERE rowid = ?",
+            order=order,
         )
 
     def key(self, row: Row) -> Key:
@@ -132,7 +147,7 @@ class WorldImage:
         self.id = next(_image_ids)
         self.name = name
         self.metadata = metadata
-        self.tables: dict[str, TableInfo] = {t.name: TableInfo.of(t) for t in metadata.sorted_tables}
+        self.tables: dict[str, TableInfo] = {t.name: TableInfo.of(t, i) for i, t in enumerate(metadata.sorted_tables)}
         self._lookup = raw
         self.data: bytes = raw.serialize()
         total = 0
@@ -167,6 +182,10 @@ class WorldImage:
 
     def base_row(self, table: str, rowid: int) -> Row | None:
         return self._lookup.execute(self.tables[table].select_by_rowid, (rowid,)).fetchone()
+
+    def base_full_row(self, table: str, rowid: int) -> Row | None:
+        """Every column (volatile ones too) of the image's row at ``rowid``."""
+        return self._lookup.execute(self.tables[table].select_full_by_rowid, (rowid,)).fetchone()
 
     def base_row_by_key(self, table: str, key: Key) -> Row | None:
         return self._lookup.execute(self.tables[table].select_by_key, key).fetchone()
@@ -327,11 +346,50 @@ class World:
     # -- state -------------------------------------------------------------------------------------
     def load(self, data: bytes) -> None:
         """Replaces the whole database with ``data`` (bytes of this world's image or a snapshot of it)."""
-        self.raw.deserialize(data)
+        if data is self.image.data:
+            self.reset()
+        else:
+            self.raw.deserialize(data)
 
     def reset(self) -> None:
-        """Back to the image's state."""
-        self.raw.deserialize(self.image.data)
+        """Back to the image's state.
+
+        Only the rows changed since the image are rewritten (from the image's copy), which keeps the
+        connection's prepared statements valid: loading a whole image would make SQLite prepare every statement
+        again on its first use, which costs more than the reset itself. Many changes: the image is loaded whole.
+        """
+        changed = self._changed_rowids()
+        if not changed:
+            return
+        if len(changed) > REVERT_LIMIT:
+            self.raw.deserialize(self.image.data)
+            return
+        raw = self.raw
+        tables = self.image.tables
+        # Rows the episode added go first (children before parents), then changed rows get their old values,
+        # then deleted rows come back (parents before children), so foreign keys hold at every statement.
+        # (No pragma may be switched here: SQLite re-prepares every statement after a pragma change.)
+        rows = sorted(((tables[t], rid, self.image.base_full_row(t, rid)) for t, rid in changed),
+                      key=lambda x: x[0].order)
+        raw.execute("SAVEPOINT mua_reset")
+        try:
+            live = {(info.name, rid) for info, rid, _ in rows
+                    if raw.execute(f"SELECT 1 FROM {_q(info.name)} WHERE rowid = ?", (rid,)).fetchone()}
+            for info, rid, base in reversed(rows):
+                if base is None and (info.name, rid) in live:
+                    raw.execute(info.delete_by_rowid, (rid,))
+            for info, rid, base in rows:
+                if base is not None and (info.name, rid) in live:
+                    raw.execute(info.update_full, (*base, rid))
+            for info, rid, base in rows:
+                if base is not None and (info.name, rid) not in live:
+                    raw.execute(info.insert_full, (rid, *base))
+            raw.execute(f"DELETE FROM {_CHANGES}")
+            raw.execute("RELEASE mua_reset")
+        except BaseException:
+            raw.execute("ROLLBACK TO mua_reset")
+            raw.execute("RELEASE mua_reset")
+            raw.deserialize(self.image.data)
 
     def snapshot(self) -> WorldSnapshot:
         return WorldSnapshot(self.image.id, self.raw.serialize())
