@@ -13,6 +13,8 @@ from mua_gym.domains.airline.schema import Base
 from mua_gym.domains.airline.taskgen import generated_tasks
 from mua_gym.world import WorldImage
 
+from episodes import idle, play
+
 
 @pytest.fixture(scope="module")
 def airline():
@@ -73,25 +75,12 @@ def test_task_generation_is_deterministic(airline):
                for t in hard)
 
 
-def play(env, task, agent):
-    obs, info = env.reset(options={"task": task})
-    agent.reset(info)
-    while True:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs))
-        if terminated or truncated:
-            return reward, info
-
-
 def test_oracle_scores_one_and_doing_nothing_zero_on_every_test_task(test_tasks):
     env = MuaEnv("airline", split="test")
     for task in test_tasks:
         reward, info = play(env, task, OracleAgent(task))
         assert reward == 1.0, (task.id, info)
-        env.reset(options={"task": task})
-        while True:
-            *_, reward, terminated, truncated, info = env.step("Sorry, I cannot help with that.")
-            if terminated or truncated:
-                break
+        reward, info = idle(env, task)
         assert reward == 0.0, task.id
 
 

@@ -14,6 +14,8 @@ from mua_gym.domains.retail.schema import Base
 from mua_gym.domains.retail.taskgen import generated_tasks
 from mua_gym.world import WorldImage
 
+from episodes import idle, play
+
 # Pinned: the default generated world of seed 0, its content hash and the sha256 of its SQLite image
 # (they change only with a deliberate change of the generator or schema; update them with it).
 PINNED_DEFAULT_HASH = "bcf0d68be389d6ce083b6378b091e85b"
@@ -80,25 +82,12 @@ def test_task_generation_is_deterministic_and_sized_on_demand(retail):
     assert all(t.user_scenario.intents[-1]["category"] == "refusal" for t in hard)
 
 
-def play(env, task, agent):
-    obs, info = env.reset(options={"task": task})
-    agent.reset(info)
-    while True:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs))
-        if terminated or truncated:
-            return reward, info
-
-
 def test_oracle_scores_one_and_doing_nothing_zero_on_every_test_task(test_tasks):
     env = MuaEnv("retail", split="test")
     for task in test_tasks:
         reward, info = play(env, task, OracleAgent(task))
         assert reward == 1.0, (task.id, info)
-        env.reset(options={"task": task})
-        while True:
-            *_, reward, terminated, truncated, info = env.step("Sorry, I cannot help with that.")
-            if terminated or truncated:
-                break
+        reward, info = idle(env, task)
         assert reward == 0.0, task.id
 
 

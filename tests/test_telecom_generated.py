@@ -15,6 +15,8 @@ from mua_gym.domains.telecom.taskgen import FAMILIES, generated_tasks
 from mua_gym.taskgen import verify_task
 from mua_gym.world import WorldImage
 
+from episodes import idle, play
+
 TABLES = ("plans", "customers", "customer_payment_methods", "customer_lines", "customer_bills", "lines", "bills",
           "bill_line_items", "devices", "phone", "phone_apps", "surroundings")
 
@@ -154,15 +156,6 @@ def test_generation_is_deterministic_and_difficulty_sets_the_faults(telecom):
         generated_tasks(telecom, "test", count=1, difficulty=4)
 
 
-def play(env, task, agent):
-    obs, info = env.reset(options={"task": task})
-    agent.reset(info)
-    while True:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs))
-        if terminated or truncated:
-            return reward, info
-
-
 def test_oracle_with_scenario_user_scores_one_and_doing_nothing_zero_on_every_test_task(test_tasks):
     env = MuaEnv("telecom", world="generated", split="test", user="scenario")
     assert "get_data_usage" in env.core._policy and "<main_policy>" not in env.core._policy  # our own policy
@@ -177,11 +170,7 @@ def test_oracle_with_scenario_user_scores_one_and_doing_nothing_zero_on_every_te
     print(f"\nScenarioUser + oracle success rate on {len(test_tasks)} generated test tasks: {rate:.1%}")
     assert not failures, failures[:5]
     for task in test_tasks:
-        env.reset(options={"task": task})
-        while True:
-            *_, reward, terminated, truncated, info = env.step("Sorry, I cannot help with that.")
-            if terminated or truncated:
-                break
+        reward, info = idle(env, task)
         assert reward == 0.0, task.id
 
 
