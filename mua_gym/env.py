@@ -155,7 +155,7 @@ class AsyncMuaEnv:
             if self.world is not None:
                 self.world.close()
             self.world = self.domain.world_from_image(prepared.image, task.world.source)
-        self.world.load(prepared.start)
+        self.world.reset(prepared.start, prepared.start_memory)
         self.task = task
         self._done = self._terminated = self._truncated = False
         self._reason = None

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from mua_gym.messages import AssistantMessage
 from mua_gym.task import Action, Task
 from mua_gym.tools import ToolResult
-from mua_gym.world import ChangeSet, Key, Row, TableDiff, World, WorldDiff, WorldImage, diff_rows
+from mua_gym.world import ChangeSet, Delta, Key, Memory, Row, TableDiff, World, WorldDiff, WorldImage, diff_rows
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
@@ -40,7 +40,10 @@ class PreparedTask:
     """Per-task work done once: the start state, and the gold world's hash and changed rows."""
 
     image: WorldImage
-    start: bytes
+    #: The start state over the image (the task's initial actions applied), and what the world had derived
+    #: from it: ``World.reset(start, start_memory)`` goes there.
+    start: Delta
+    start_memory: Memory
     start_changes: ChangeSet
     gold_hash: str
     gold_changes: ChangeSet
@@ -49,7 +52,8 @@ class PreparedTask:
 
 def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
     """Builds (or returns the cached) :class:`PreparedTask` for ``task``."""
-    prepared = task._prepared
+    # (Read from pydantic's private store directly: the attribute lookup goes through a slow fallback.)
+    prepared = (task.__pydantic_private__ or {}).get("_prepared")
     if isinstance(prepared, PreparedTask):
         return prepared
     image = domain.image(task.world)
@@ -60,10 +64,11 @@ def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
             result = world.call_tool(action.name, action.arguments, action.requestor)
             if result.error:
                 raise ValueError(f"task {task.id}: initial action {action.name} failed: {result.content}")
-        start = world.raw.serialize() if task.initial_actions else image.data
+        start, start_memory = world.delta(), world.memory()
         start_changes = world.changes()
         results = tuple(world.call_tool(a.name, a.arguments, a.requestor) for a in task.gold_actions)
-        prepared = PreparedTask(image, start, start_changes, world.state_hash(), world.changes(), results)
+        prepared = PreparedTask(image, start, start_memory, start_changes, world.state_hash(), world.changes(),
+                                results)
     task._prepared = prepared
     return prepared
 

@@ -99,7 +99,7 @@ def verify_task(domain: "Domain", task: Task) -> bool:
                                             for i, a in enumerate(task.gold_actions)])
         if evaluate(domain, task, world, [said]).reward != 1.0:
             return False
-        world.load(prepared.start)
+        world.reset(prepared.start, prepared.start_memory)
         return evaluate(domain, task, world, []).reward == 0.0
 
 

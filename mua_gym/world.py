@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import Connection, MetaData, create_engine
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.pool import StaticPool
@@ -30,7 +30,7 @@ from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
 
-__all__ = ["ChangeSet", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage", "WorldSnapshot"]
+__all__ = ["ChangeSet", "Delta", "Memory", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage", "WorldSnapshot"]
 
 Requestor = Literal["assistant", "user", "setup"]
 Key = tuple[Any, ...]
@@ -40,6 +40,7 @@ _CHANGES = "_mua_changes"
 #: Above this many changed rows a reset loads the whole image instead of rewriting rows.
 REVERT_LIMIT = 5000
 _MOD = 1 << 128
+_MISSING = object()
 _image_ids = itertools.count(1)
 
 
@@ -149,6 +150,9 @@ class WorldImage:
         self.metadata = metadata
         self.tables: dict[str, TableInfo] = {t.name: TableInfo.of(t, i) for i, t in enumerate(metadata.sorted_tables)}
         self._lookup = raw
+        self._by_rowid: dict[tuple[str, int], Row | None] = {}
+        self._full_by_rowid: dict[tuple[str, int], Row | None] = {}
+        self._by_key: dict[tuple[str, Key], Row | None] = {}
         self.data: bytes = raw.serialize()
         total = 0
         for info in self.tables.values():
@@ -180,15 +184,29 @@ class WorldImage:
         raw.execute("VACUUM")
         return cls(metadata, raw, name)
 
+    # Look-ups of the image's rows are cached: the image never changes, and resets, hashes and diffs ask for
+    # the same few rows again and again.
     def base_row(self, table: str, rowid: int) -> Row | None:
-        return self._lookup.execute(self.tables[table].select_by_rowid, (rowid,)).fetchone()
+        found = self._by_rowid.get((table, rowid), _MISSING)
+        if found is _MISSING:
+            found = self._by_rowid[(table, rowid)] = self._lookup.execute(
+                self.tables[table].select_by_rowid, (rowid,)).fetchone()
+        return found  # type: ignore[return-value]
 
     def base_full_row(self, table: str, rowid: int) -> Row | None:
         """Every column (volatile ones too) of the image's row at ``rowid``."""
-        return self._lookup.execute(self.tables[table].select_full_by_rowid, (rowid,)).fetchone()
+        found = self._full_by_rowid.get((table, rowid), _MISSING)
+        if found is _MISSING:
+            found = self._full_by_rowid[(table, rowid)] = self._lookup.execute(
+                self.tables[table].select_full_by_rowid, (rowid,)).fetchone()
+        return found  # type: ignore[return-value]
 
     def base_row_by_key(self, table: str, key: Key) -> Row | None:
-        return self._lookup.execute(self.tables[table].select_by_key, key).fetchone()
+        found = self._by_key.get((table, key), _MISSING)
+        if found is _MISSING:
+            found = self._by_key[(table, key)] = self._lookup.execute(
+                self.tables[table].select_by_key, key).fetchone()
+        return found  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -202,25 +220,32 @@ class WorldSnapshot:
 # A change set maps table -> primary key -> the row as it is now (None: deleted), for every row whose
 # content differs from the image it started from.
 ChangeSet = dict[str, dict[Key, "Row | None"]]
+# A delta is a world's state relative to its image, storable and replayable: (table, rowid, every column of the
+# row as it is now, or None where the image's row is gone), for every row that differs from the image.
+Delta = tuple[tuple[str, int, "Row | None"], ...]
+# Memory: values domain code derived from a world's content, by key: (the tables each came from, the value).
+Memory = dict[str, tuple[tuple[str, ...], Any]]
 
 
+# (Field(default_factory=...) rather than ``= []``: pydantic deep-copies a mutable default on every
+# construction, and diffs are built on the reward's path.)
 class RowDiff(BaseModel):
     key: dict[str, Any]
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
-    changed: list[str] = []
+    changed: list[str] = Field(default_factory=list)
 
 
 class TableDiff(BaseModel):
-    inserted: list[RowDiff] = []
-    deleted: list[RowDiff] = []
-    updated: list[RowDiff] = []
+    inserted: list[RowDiff] = Field(default_factory=list)
+    deleted: list[RowDiff] = Field(default_factory=list)
+    updated: list[RowDiff] = Field(default_factory=list)
 
 
 class WorldDiff(BaseModel):
     """What turns one world into another: per table, the rows inserted, deleted and updated."""
 
-    tables: dict[str, TableDiff] = {}
+    tables: dict[str, TableDiff] = Field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -303,6 +328,12 @@ class World:
         self._conn: Connection | None = _engine_over(self.raw)
         #: Who is calling the running tool ("assistant" or "user"); tools may read it.
         self.requestor: Requestor = "assistant"
+        # What domain code derived from the content and keeps between calls (see ``recall``):
+        # key -> (tables it was derived from, their write stamp then, value).
+        self._memory: dict[str, tuple[tuple[str, ...], int, Any]] = {}
+        self._serial = 0  # counts writes; a table's last write, and the last wholesale change, are stamped
+        self._written: dict[str, int] = {}
+        self._replaced = 0
 
     @property
     def conn(self) -> Connection:
@@ -341,7 +372,60 @@ class World:
 
     def execute(self, stmt: ClauseElement, **params: Any) -> int:
         """Runs a write statement; returns the number of rows it touched."""
+        self._stamp_write(stmt)
         return self._cursor(stmt, params).rowcount
+
+    def execute_returning(self, stmt: ClauseElement, **params: Any) -> dict[str, Any] | None:
+        """Runs a write statement with a ``RETURNING`` clause; returns the first row it returned."""
+        self._stamp_write(stmt)
+        cur = self._cursor(stmt, params)
+        rows = cur.fetchall()  # all of them: a statement left unfinished would block the call's savepoint
+        return dict(zip([d[0] for d in cur.description], rows[0])) if rows else None
+
+    def _stamp_write(self, stmt: ClauseElement) -> None:
+        self._serial += 1
+        table = getattr(stmt, "table", None)
+        if table is not None:
+            self._written[table.name] = self._serial
+        else:  # a statement we cannot attribute to a table counts as a change to all of them
+            self._replaced = self._serial
+
+    def last_write(self, tables: tuple[str, ...]) -> int:
+        """A stamp that moves whenever any of ``tables`` may have changed since it was read.
+
+        It sees writes made with :meth:`execute`, resets, loads, restores and failed calls; writes made through
+        ``conn`` or ``raw`` directly are invisible to it (tools whose writes it must see use :meth:`execute`).
+        """
+        stamp = self._replaced
+        written = self._written
+        for t in tables:
+            s = written.get(t, 0)
+            if s > stamp:
+                stamp = s
+        return stamp
+
+    # -- memory: values derived from the content, kept while what they were derived from is unchanged -----
+    def recall(self, key: str) -> Any:
+        """The value last remembered under ``key``, or None where one of its tables may have changed since."""
+        found = self._memory.get(key)
+        if found is None:
+            return None
+        tables, stamp, value = found
+        if len(tables) == 1:  # the common case, inline
+            return value if stamp == max(self._replaced, self._written.get(tables[0], 0)) else None
+        return value if stamp == self.last_write(tables) else None
+
+    def remember(self, key: str, tables: tuple[str, ...], value: Any) -> None:
+        """Keeps ``value`` (never mutated afterwards) as derived from the current content of ``tables``."""
+        self._memory[key] = (tables, self.last_write(tables), value)
+
+    def memory(self) -> Memory:
+        """What is remembered and still valid: hand it to :meth:`reset` with this state's :meth:`delta`."""
+        return {k: (t, v) for k, (t, s, v) in self._memory.items() if s == self.last_write(t)}
+
+    def _state_replaced(self) -> None:
+        self._serial += 1
+        self._replaced = self._serial
 
     # -- state -------------------------------------------------------------------------------------
     def load(self, data: bytes) -> None:
@@ -350,46 +434,86 @@ class World:
             self.reset()
         else:
             self.raw.deserialize(data)
+            self._state_replaced()
 
-    def reset(self) -> None:
-        """Back to the image's state.
+    def reset(self, delta: Delta = (), memory: Memory | None = None) -> None:
+        """Back to the image's state, or to the image with ``delta`` applied (a task's start, see :meth:`delta`).
 
-        Only the rows changed since the image are rewritten (from the image's copy), which keeps the
-        connection's prepared statements valid: loading a whole image would make SQLite prepare every statement
-        again on its first use, which costs more than the reset itself. Many changes: the image is loaded whole.
+        ``memory``, taken with :meth:`memory` from a world in exactly that state, is remembered again here, so
+        the first calls of an episode find what its start state already derived.
+
+        Only rows the last episode changed, and the delta's rows, are written, which keeps the connection's
+        prepared statements valid: loading a whole database would make SQLite prepare every statement again on
+        its first use, which costs more than the reset itself. Past many changed rows the image is loaded whole.
         """
+        self._revert(delta)
+        if memory:
+            self._memory = {k: (t, self.last_write(t), v) for k, (t, v) in memory.items()}
+
+    def _revert(self, delta: Delta) -> None:
         changed = self._changed_rowids()
-        if not changed:
+        if not changed and not delta:
             return
         if len(changed) > REVERT_LIMIT:
             self.raw.deserialize(self.image.data)
-            return
-        raw = self.raw
-        tables = self.image.tables
-        # Rows the episode added go first (children before parents), then changed rows get their old values,
-        # then deleted rows come back (parents before children), so foreign keys hold at every statement.
-        # (No pragma may be switched here: SQLite re-prepares every statement after a pragma change.)
-        rows = sorted(((tables[t], rid, self.image.base_full_row(t, rid)) for t, rid in changed),
+            self._state_replaced()
+            changed = []
+            if not delta:
+                return
+        raw, tables, image = self.raw, self.image.tables, self.image
+        target = {(t, rid): row for t, rid, row in delta}
+        for t, rid in changed:
+            if (t, rid) not in target:
+                target[(t, rid)] = image.base_full_row(t, rid)
+        # Rows the image lacks (added by an episode or by the start) are deleted and inserted again, never updated
+        # in place: the same rowid may hold another key here (the start added bill X where the last episode added
+        # bill Y), and children would still point at the old key. Deletions go first (children before parents),
+        # then updates of the image's rows, then insertions (parents before children), so foreign keys hold at
+        # every statement. Where they still cannot (rows re-parented both ways), the writes run again with the
+        # checks deferred to the end. (No pragma is switched on the fast path: SQLite re-prepares every statement
+        # after one.)
+        rows = sorted(((tables[t], rid, row, image.base_full_row(t, rid) is None) for (t, rid), row in target.items()),
                       key=lambda x: x[0].order)
         raw.execute("SAVEPOINT mua_reset")
         try:
-            live = {(info.name, rid) for info, rid, _ in rows
-                    if raw.execute(f"SELECT 1 FROM {_q(info.name)} WHERE rowid = ?", (rid,)).fetchone()}
-            for info, rid, base in reversed(rows):
-                if base is None and (info.name, rid) in live:
-                    raw.execute(info.delete_by_rowid, (rid,))
-            for info, rid, base in rows:
-                if base is not None and (info.name, rid) in live:
-                    raw.execute(info.update_full, (*base, rid))
-            for info, rid, base in rows:
-                if base is not None and (info.name, rid) not in live:
-                    raw.execute(info.insert_full, (rid, *base))
+            try:
+                self._write_rows(rows)
+            except sqlite3.IntegrityError:
+                raw.execute("ROLLBACK TO mua_reset")
+                raw.execute("PRAGMA defer_foreign_keys = ON")
+                self._write_rows(rows)
             raw.execute(f"DELETE FROM {_CHANGES}")
+            if delta:
+                raw.executemany(f"INSERT INTO {_CHANGES} VALUES (?, ?)", [(t, rid) for t, rid, _ in delta])
             raw.execute("RELEASE mua_reset")
         except BaseException:
             raw.execute("ROLLBACK TO mua_reset")
             raw.execute("RELEASE mua_reset")
             raw.deserialize(self.image.data)
+            self._state_replaced()
+            if delta:  # the world is the image now; a start it cannot reach is the caller's to hear about
+                raise
+        self._state_replaced()
+
+    def _write_rows(self, rows: list[tuple[TableInfo, int, Row | None, bool]]) -> None:
+        raw = self.raw
+        for info, rid, row, added in reversed(rows):
+            if row is None or added:
+                raw.execute(info.delete_by_rowid, (rid,))
+        missing = [(info, rid, row) for info, rid, row, added in rows
+                   if row is not None and (added or raw.execute(info.update_full, (*row, rid)).rowcount == 0)]
+        for info, rid, row in missing:
+            raw.execute(info.insert_full, (rid, *row))
+
+    def delta(self) -> Delta:
+        """This world's state as rows over its image: :meth:`reset` with it brings any world of the image here."""
+        out = []
+        for t, rid in sorted(self._changed_rowids()):
+            info = self.image.tables[t]
+            row = self.raw.execute(info.select_full_by_rowid, (rid,)).fetchone()
+            if row != self.image.base_full_row(t, rid):
+                out.append((t, rid, row))
+        return tuple(out)
 
     def snapshot(self) -> WorldSnapshot:
         return WorldSnapshot(self.image.id, self.raw.serialize())
@@ -398,6 +522,7 @@ class World:
         if snapshot.image_id != self.image.id:
             raise ValueError("snapshot was taken from a world of another image")
         self.raw.deserialize(snapshot.data)
+        self._state_replaced()
 
     def _changed_rowids(self) -> list[tuple[str, int]]:
         return self.raw.execute(f"SELECT tbl, rid FROM {_CHANGES}").fetchall()
@@ -514,6 +639,7 @@ class World:
         except Exception as exc:  # a failing tool must leave the world exactly as it was
             self.raw.execute("ROLLBACK TO mua_tool")
             self.raw.execute("RELEASE mua_tool")
+            self._state_replaced()
             return ToolResult.failure(str(exc) or type(exc).__name__)
         finally:
             self.requestor = "assistant"

@@ -218,3 +218,55 @@ def test_tools_may_use_the_sqlalchemy_connection_inside_their_savepoint(mock):
     before = w.state_hash()
     assert w.call_tool("via_core", {}).content == "Error: after the write"
     assert w.state_hash() == before
+
+
+def _content(w: World) -> dict[str, list[tuple]]:
+    """Every row of every table, volatile columns and rowids included."""
+    return {t: w.raw.execute(f"SELECT rowid, * FROM {t} ORDER BY rowid").fetchall() for t in w.image.tables}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=st.lists(CALLS, max_size=6), then=st.lists(CALLS, max_size=6))
+def test_reset_to_a_delta_reaches_that_state_from_any_state(mock, first, then):
+    a = mock.new_world()
+    for name, args in first:
+        a.call_tool(name, args)
+    a.raw.execute("UPDATE customers SET last_contact = 3 WHERE customer_id = 'C001'")  # volatile columns travel too
+    delta, wanted, wanted_hash = a.delta(), _content(a), a.state_hash()
+    b = mock.new_world()
+    for name, args in then:
+        b.call_tool(name, args)
+    b.reset(delta)
+    assert _content(b) == wanted
+    assert b.state_hash() == wanted_hash == full_hash(b)
+    assert b.changes() == a.changes() and b.delta() == delta
+    b.reset()  # and back to the image: the delta's rows are tracked like any change
+    assert b.changes() == {} and _content(b) == _content(mock.new_world())
+    a.close()
+    b.close()
+
+
+def test_memory_lasts_until_its_tables_are_written(mock):
+    w = mock.new_world()
+    w.remember("emails", ("customers",), {"C001": "x"})
+    assert w.recall("emails") == {"C001": "x"}
+    assert w.call_tool("cancel_order", {"order_id": "O1001", "reason": "no longer needed"}).error is False
+    assert w.recall("emails") is not None  # another table was written
+    assert w.call_tool("update_email", {"customer_id": "C001", "email": "new@x.org"}).error is False
+    assert w.recall("emails") is None
+    for forget in (lambda: w.call_tool("update_email", {"customer_id": "C999", "email": "a@b.c"}),  # failed call
+                   lambda: w.restore(w.snapshot()), w.reset):
+        w.remember("emails", ("customers",), 1)
+        forget()
+        assert w.recall("emails") is None
+    # A start state's memory travels with its delta into another world of the image.
+    assert w.call_tool("update_email", {"customer_id": "C002", "email": "new@x.org"}).error is False
+    w.remember("emails", ("customers",), 2)
+    delta, memory = w.delta(), w.memory()
+    other = mock.new_world()
+    other.reset(delta, memory)
+    assert other.recall("emails") == 2
+    other.reset()
+    assert other.recall("emails") is None
+    w.close()
+    other.close()
