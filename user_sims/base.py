@@ -17,9 +17,9 @@ A simulator that cannot answer raises :class:`UserSimulatorError`; the episode t
 from __future__ import annotations
 
 import abc
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.task import Task
@@ -37,9 +37,9 @@ UserView = Sequence[AssistantMessage | UserMessage | ToolMessage]
 
 class UserReply(BaseModel):
     content: str = ""
-    tool_calls: list[ToolCall] = []
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     #: Token usage and cost of producing this reply, when a model produced it.
-    usage: dict[str, Any] = {}
+    usage: dict[str, Any] = Field(default_factory=dict)
     #: The user ran out of patience and leaves; the episode ends (``termination_reason="user_walked_away"``).
     walked_away: bool = False
 
@@ -57,6 +57,9 @@ class UserSimulator(abc.ABC):
 
     #: Names the simulator in trajectories (``"scripted"``, ``"litellm:<model>"``, ...).
     name: str = "user"
+    #: True where ``start`` and ``respond`` never wait on anything (rule-driven simulators): the synchronous
+    #: ``MuaEnv`` then runs them without an event loop, which costs more than such a reply itself.
+    immediate: ClassVar[bool] = False
 
     @abc.abstractmethod
     async def start(self, task: Task, *, seed: int | None = None,

@@ -19,6 +19,7 @@ class ReplayUser(UserSimulator):
     """
 
     name = "replay"
+    immediate = True
 
     def __init__(self, trajectory: Trajectory | str) -> None:
         self.trajectory = trajectory if isinstance(trajectory, Trajectory) else Trajectory.from_json_line(trajectory)

@@ -50,6 +50,7 @@ def _has(text: str, *patterns: str) -> bool:
 
 class ScenarioUser(UserSimulator):
     name = "scenario"
+    immediate = True
 
     def __init__(self, persona: PersonaMode = "task") -> None:
         self.persona_mode = persona

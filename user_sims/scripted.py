@@ -18,6 +18,7 @@ class ScriptedUser(UserSimulator):
     """
 
     name = "scripted"
+    immediate = True
 
     def __init__(self) -> None:
         self._lines: list[str] = []
