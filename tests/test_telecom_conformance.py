@@ -77,6 +77,7 @@ from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH  # 
 from tau2_ref import normalise, record_diffs  # noqa: E402
 
 import mua_gym  # noqa: E402
+from mua_gym.domains.telecom import phone as ph  # noqa: E402
 from mua_gym.domains.telecom.account_format import export_account_db  # noqa: E402
 from mua_gym.domains.telecom.phone_format import export_phone_db  # noqa: E402
 from mua_gym.reward import prepare_task  # noqa: E402
@@ -113,12 +114,12 @@ class Ours:
 
     def start(self, task: Task, keep: bool = True) -> World:
         """The task's start world. ``keep=False`` prepares a copy of the task, so that the prepared start state
-        is not cached on the domain's task (the full set's would take ~270 MB)."""
+        (and gold world) is not cached on the domain's task."""
         prepared = prepare_task(self.domain, task if keep else task.model_copy())
         world = self.worlds.get(prepared.image.id)
         if world is None:
             world = self.worlds[prepared.image.id] = self.domain.world_from_image(prepared.image, "tau2")
-        world.load(prepared.start)
+        world.reset(prepared.start, prepared.start_memory)
         return world
 
     def close(self) -> None:
@@ -479,6 +480,23 @@ def union_pairs(full_tasks: list[Task], tau2_tasks: dict[str, Any]) -> list[tupl
     return list(found.values())
 
 
+def shortcut_problems(world: World, where: str) -> list[str]:
+    """Our shortcuts are invisible: remembered phone rows equal the stored ones, and a skipped sync changes nothing."""
+    problems = []
+    remembered = ph.phone_row(world), ph.surroundings_row(world)
+    if remembered != (world.fetch_one(ph.PHONE), world.fetch_one(ph.SURROUNDINGS)):
+        problems.append(f"{where}: a remembered phone or surroundings row differs from the stored one")
+    before = world.state_hash()
+    world.remember("sync", ph.SYNC_INPUTS, False)  # forget that the sync is up to date, and run it
+    try:
+        ph.sync(world)
+    except Exception as exc:
+        problems.append(f"{where}: a skipped sync would have failed: {exc}")
+    if world.state_hash() != before:
+        problems.append(f"{where}: a skipped sync would have changed the world")
+    return problems
+
+
 def check_sequence(ours: Ours, ref: Tau2Side, task: Task, tau2_task: Any, calls: list[Call],
                    every: list[tuple[EnvAssertion, Any]], stats: Counter) -> list[str]:
     world, env = ours.start(task, keep=False), ref.env(tau2_task)
@@ -489,6 +507,7 @@ def check_sequence(ours: Ours, ref: Tau2Side, task: Task, tau2_task: Any, calls:
         stats[("call", call.kind, call.requestor, call.name if call.strict else "-", "error" if error else "ok")] += 1
         if problem:
             problems.append(problem)
+        problems += shortcut_problems(world, f"after call #{i}")
     problems += db_problems(world, env, "at the end")
     made = {b.bill_id for b in env.tools.db.bills} - KNOWN_BILLS
     assert not made, f"the generator let tau2 make a bill with a random id: {made} (difference (b))"
@@ -582,7 +601,7 @@ def _do_nothing_differences(domain, base_tasks, tau2_tasks, noop, evaluate, eval
             tau2_tasks[task.id], EvaluationType.ALL, solo_mode=False, domain="telecom").reward
         prepared = prepare_task(domain, task)
         world = domain.world_from_image(prepared.image, "tau2")
-        world.load(prepared.start)
+        world.reset(prepared.start, prepared.start_memory)
         mine = evaluate(domain, task, world, []).reward
         world.close()
         if mine != theirs:

@@ -181,7 +181,7 @@ def test_a_trap_is_solved_by_transferring_and_not_by_fixing(telecom, train_tasks
     task = next(t for t in train_tasks if t.user_scenario.facts["trap"] == "suspension")
     prepared = prepare_task(telecom, task)
     world = telecom.world_from_image(prepared.image, "generated")
-    world.load(prepared.start)
+    world.reset(prepared.start, prepared.start_memory)
     cid, lid = task.user_scenario.facts["customer_id"], task.user_scenario.facts["line_id"]
     transfer = AssistantMessage(tool_calls=[ToolCall.make("t", "transfer_to_human_agents", {"summary": "help"})])
     assert evaluate(telecom, task, world, [transfer]).reward == 1.0

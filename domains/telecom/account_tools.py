@@ -31,7 +31,7 @@ from datetime import date, timedelta
 from typing import Any, Callable
 
 from pydantic_core import core_schema
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, literal, select, update
 
 from mua_gym.domains.telecom.account_records import (
     ALL_CUSTOMERS, BILL, CUSTOMER, CUSTOMER_BILL_IDS, DEVICE, LINE, PLAN, bill_record, customer_record,
@@ -142,17 +142,44 @@ def _bill(world: World, bill_id: str) -> dict[str, Any]:
     return row
 
 
+_LINE_COLUMNS = [c.name for c in lines.columns]
+# The three checks of a customer's line in one statement: does the customer exist, does it list the line, and
+# the line's row (all None where there is no such line).
+TARGET_LINE = (select(select(customers.c.customer_id).where(customers.c.customer_id == P("cid")).exists()
+                      .label("has_customer"), OWNS_LINE.exists().label("owns"), *lines.c)
+               .select_from(select(literal(1).label("one")).subquery()
+                            .outerjoin(lines, lines.c.line_id == P("lid"))))
+
+
 def _target_line(world: World, customer_id: str, line_id: str) -> dict[str, Any]:
     """A line of a customer: the customer must exist and list the line."""
-    _customer(world, customer_id)
-    if world.fetch_one(OWNS_LINE, cid=customer_id, lid=line_id) is None:
+    found = world.fetch_one(TARGET_LINE, cid=customer_id, lid=line_id)
+    assert found is not None
+    if not found["has_customer"]:
+        raise ToolError(f"Customer with ID {customer_id} not found")
+    if not found["owns"]:
         raise ToolError(f"Line {line_id} not found for customer {customer_id}")
-    return _line(world, line_id)
+    if found["line_id"] is None:
+        raise ToolError(f"Line with ID {line_id} not found")
+    return {c: found[c] for c in _LINE_COLUMNS}
+
+
+_BILL_COLUMNS = [c.name for c in bills.columns]
+# The customer's bill list joined with the bills in one statement (the listed id kept apart: a listed bill may
+# be missing, which is an error at the first such entry).
+CUSTOMER_BILLS = (select(customer_bills.c.bill_id.label("listed_id"), *bills.c)
+                  .select_from(customer_bills.outerjoin(bills, bills.c.bill_id == customer_bills.c.bill_id))
+                  .where(customer_bills.c.customer_id == P("cid")).order_by(customer_bills.c.position))
 
 
 def _customer_bills(world: World, customer_id: str) -> list[dict[str, Any]]:
     """The customer's bills in the order of its bill list."""
-    return [_bill(world, bid) for bid in world.fetch_column(CUSTOMER_BILL_IDS, cid=customer_id)]
+    out = []
+    for row in world.fetch_all(CUSTOMER_BILLS, cid=customer_id):
+        if row["bill_id"] is None:
+            raise ToolError(f"Bill with ID {row['listed_id']} not found")
+        out.append({c: row[c] for c in _BILL_COLUMNS})
+    return out
 
 
 def _add_bill(world: World, bill_id: str, customer_id: str, start: date, end: date, issue: date, due: date,
@@ -183,15 +210,16 @@ def new_draft_bill_id(world: World, customer_id: str) -> str:
 
 
 def _apply_one_time_charge(world: World, customer_id: str, amount: float, description: str) -> None:
-    """Adds a charge (or credit) to the customer's first draft bill, creating one for next month if none."""
-    _customer(world, customer_id)
+    """Adds a charge (or credit) to the customer's first draft bill, creating one for next month if none.
+
+    The caller has checked that the customer exists."""
     draft = next((b for b in _customer_bills(world, customer_id) if b["status"] == "Draft"), None)
     if draft is None:
         start = _first_of_next_month(TODAY)
         bill_id = new_draft_bill_id(world, customer_id)
         _add_bill(world, bill_id, customer_id, start, _last_of_month(start), start, start + timedelta(days=14),
                   "Draft")
-        draft = _bill(world, bill_id)
+        draft = {"bill_id": bill_id, "total_due": 0.0}  # as just written
     _add_item(world, draft, description, amount, "Credit" if amount < 0 else "Charge")
 
 

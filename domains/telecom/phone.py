@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Boolean, Float, Integer, bindparam, select, update
 
 from mua_gym.domains.telecom.schema import (
     bills, customer_bills, customer_lines, customers, lines, phone, phone_apps, plans, surroundings,
@@ -38,11 +38,8 @@ __all__ = ["DEFAULT_VPN", "can_send_mms", "mobile_data_works", "network_search",
 # -- statements ---------------------------------------------------------------------------------------------
 PHONE = select(phone).where(phone.c.id == 1)
 SURROUNDINGS = select(surroundings).where(surroundings.c.id == 1)
-_PHONE_COLUMNS = [c.name for c in phone.columns if c.name != "id"]
-SAVE_PHONE = update(phone).where(phone.c.id == 1).values({c: P(f"v_{c}") for c in _PHONE_COLUMNS})
 _SURR_COLUMNS = [c.name for c in surroundings.columns if c.name != "id"]
-SAVE_SURROUNDINGS = (update(surroundings).where(surroundings.c.id == 1)
-                     .values({c: P(f"v_{c}") for c in _SURR_COLUMNS}))
+_READS = {"phone": PHONE, "surroundings": SURROUNDINGS}
 APP = select(phone_apps).where(phone_apps.c.app_name == P("app"))
 APPS = select(phone_apps).order_by(phone_apps.c.position)
 
@@ -78,13 +75,73 @@ SIGNAL_FACTOR = {"poor": 0.2, "fair": 0.5, "good": 0.8, "excellent": 1.0, "none"
 
 
 # -- rows -----------------------------------------------------------------------------------------------------
+# Nearly every call reads the phone and surroundings rows, and most write the phone row back: the last row read
+# or written is remembered by the world (see ``World.recall``) and served, as a copy, while its table is
+# unwritten since.
+def _kept_row(world: World, table: str, stmt: Any) -> Row:
+    row = world.recall(table)
+    if row is None:
+        row = world.fetch_one(stmt)
+        if row is None:
+            raise ValueError(f"the world has no {table} row")
+        world.remember(table, (table,), row)
+    return dict(row)
+
+
+def _stored(kind: Any, value: Any) -> Any:
+    """``value`` as SQLite hands it back from a column of SQL type ``kind`` (its type affinity)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(kind, Boolean) or (isinstance(kind, Integer) and isinstance(value, float) and value.is_integer()):
+        return int(value)
+    if isinstance(kind, Float) and isinstance(value, int):
+        return float(value)
+    return value
+
+
+_SAVES: dict[tuple[str, tuple[str, ...]], Any] = {}
+_KINDS = {t.name: {c.name: c.type for c in t.columns} for t in (phone, surroundings)}
+
+
+def _save_row(world: World, table: Any, row: Row) -> None:
+    """Writes the columns of ``row`` that differ from the table's row as last read, and keeps the result."""
+    name = table.name
+    old = world.recall(name) or world.fetch_one(_READS[name])
+    assert old is not None
+    changed = tuple(c for c in old if c != "id" and row[c] != old[c])
+    if not changed:
+        return
+    stmt = _SAVES.get((name, changed))
+    if stmt is None:
+        if len(_SAVES) > 1024:
+            _SAVES.clear()
+        stmt = _SAVES[(name, changed)] = (update(table).where(table.c.id == 1)
+                                          .values({c: P(f"v_{c}") for c in changed}))
+    world.execute(stmt, **{f"v_{c}": row[c] for c in changed})
+    stored = dict(old)
+    kinds = _KINDS[name]
+    for c in changed:
+        stored[c] = _stored(kinds[c], row[c])
+    world.remember(name, (name,), stored)
+
+
+def phone_row(world: World) -> Row:
+    """The phone row (a copy: change it freely, then :func:`save_phone`)."""
+    return _kept_row(world, "phone", PHONE)
+
+
+def surroundings_row(world: World) -> Row:
+    """The surroundings row (a copy)."""
+    return _kept_row(world, "surroundings", SURROUNDINGS)
+
+
 def read_phone(world: World) -> tuple[Row, Row]:
-    """The phone row and the surroundings row (both must exist)."""
-    return world.fetch_one(PHONE), world.fetch_one(SURROUNDINGS)  # type: ignore[return-value]
+    """The phone row and the surroundings row."""
+    return _kept_row(world, "phone", PHONE), _kept_row(world, "surroundings", SURROUNDINGS)
 
 
 def save_phone(world: World, dev: Row) -> None:
-    world.execute(SAVE_PHONE, **{f"v_{c}": dev[c] for c in _PHONE_COLUMNS})
+    _save_row(world, phone, dev)
 
 
 def sim_status_of(dev: Row) -> str:
@@ -216,7 +273,7 @@ def status_bar_of(dev: Row) -> str:
 
 def status_bar(world: World) -> str:
     """The status bar's text, without the ``Status Bar: `` prefix."""
-    return status_bar_of(world.fetch_one(PHONE))  # type: ignore[arg-type]
+    return status_bar_of(phone_row(world))
 
 
 def speed_of(dev: Row, surr: Row) -> tuple[float | None, str]:
@@ -263,6 +320,11 @@ def can_send_mms(world: World) -> bool:
 
 
 # -- sync: account -> surroundings ----------------------------------------------------------------------------
+# Everything the sync reads. It is idempotent, so while none of these tables has been written since it last
+# ran, running it again would change nothing and is skipped (most calls touch only the phone, or nothing).
+SYNC_INPUTS = ("surroundings", "lines", "plans", "customers", "customer_lines", "bills", "customer_bills")
+
+
 def sync(world: World) -> None:
     """Carries the account state of the user's line into the surroundings (tau2's ``sync_tools``).
 
@@ -272,10 +334,12 @@ def sync(world: World) -> None:
     customer's bills (in the customer's order) awaiting payment becomes the request (its amount as of now; a
     pending request is never refreshed). Errors carry tau2's texts.
     """
-    surr = world.fetch_one(SURROUNDINGS)
-    assert surr is not None
+    if world.recall("sync"):
+        return
+    surr = surroundings_row(world)
     number = surr["phone_number"]
     if number is None:
+        world.remember("sync", SYNC_INPUTS, True)
         return
     line = world.fetch_one(SYNC_READ, number=number)
     if line is None:
@@ -300,4 +364,5 @@ def sync(world: World) -> None:
             new["payment_bill_id"], new["payment_amount_due"] = row["bill_id"], row["total_due"]
             new["payment_paid"] = False
     if any(new[c] != surr[c] for c in _SURR_COLUMNS):  # (SQLite booleans read as 0/1; True == 1)
-        world.execute(SAVE_SURROUNDINGS, **{f"v_{c}": new[c] for c in _SURR_COLUMNS})
+        _save_row(world, surroundings, new)
+    world.remember("sync", SYNC_INPUTS, True)

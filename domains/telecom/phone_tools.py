@@ -102,8 +102,7 @@ def _flip_and_search(world: World, column: str) -> tuple[Row, bool]:
 
 
 def _flip(world: World, column: str) -> tuple[Row, bool]:
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     dev[column] = not dev[column]
     ph.save_phone(world, dev)
     return dev, dev[column]
@@ -125,8 +124,7 @@ def check_status_bar(world: World) -> str:
 def check_network_status(world: World) -> str:
     """Check the phone's connection to the cellular network and Wi-Fi: airplane mode, SIM status, connection,
     signal strength, network type, whether mobile data and data roaming are switched on, and Wi-Fi."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     out = [f"Airplane Mode: {_on_off(dev['airplane_mode'])}",
            f"SIM Card Status: {ph.sim_status_of(dev)}",
            f"Cellular Connection: {dev['network_connection_status']}",
@@ -144,8 +142,7 @@ def check_network_status(world: World) -> str:
 @tool(kind="read")
 def check_network_mode_preference(world: World) -> str:
     """Show which kind of cellular network the phone prefers (e.g. 4G/5G preferred, 3G only)."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     return f"Network Mode Preference: {dev['network_mode_preference']}"
 
 
@@ -198,8 +195,7 @@ def toggle_airplane_mode(world: World) -> str:
 @tool(kind="read")
 def check_sim_status(world: World) -> str:
     """Check whether the SIM card works: active, missing, or locked with a PIN or PUK code."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     status = ph.sim_status_of(dev)
     return {"active": "Your SIM card is active and working.",
             "missing": "No SIM card detected in the phone.",
@@ -238,8 +234,7 @@ def toggle_roaming(world: World) -> str:
 @tool(kind="read")
 def check_data_restriction_status(world: World) -> str:
     """Check whether a data-limiting feature is on (Data Saver mode)."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     return "Data Saver mode is ON (limits data usage)." if dev["data_saver_mode"] else "Data Saver mode is OFF."
 
 
@@ -255,8 +250,7 @@ def toggle_data_saver_mode(world: World) -> str:
 def check_apn_settings(world: World) -> str:
     """Show the technical APN settings the phone uses for mobile data: the APN name and the MMSC URL used for
     picture messages."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     return (f"Current APN Name: {dev['apn_name'] or 'Not Set'}\n"
             f"MMSC URL (for picture messages): {dev['mmsc_url'] or 'Not Set'}\n"
             "(These are technical settings, usually best left unchanged.)")
@@ -294,8 +288,7 @@ def reset_apn_settings(world: World) -> str:
 @tool(kind="read")
 def check_wifi_status(world: World) -> str:
     """Check Wi-Fi: whether it is on, which network it is connected to (if any), and the signal strength."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     if not dev["wifi_enabled"]:
         return "Wi-Fi is turned OFF."
     if dev["wifi_connected"]:
@@ -306,8 +299,7 @@ def check_wifi_status(world: World) -> str:
 @tool(kind="write")
 def toggle_wifi(world: World) -> str:
     """Switch the Wi-Fi radio on or off (not possible while airplane mode is on)."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     if dev["airplane_mode"]:
         return "Cannot change Wi-Fi settings while Airplane Mode is ON." + _bar(dev)
     dev["wifi_enabled"] = not dev["wifi_enabled"]
@@ -320,8 +312,7 @@ def toggle_wifi(world: World) -> str:
 @tool(kind="read")
 def check_wifi_calling_status(world: World) -> str:
     """Check whether Wi-Fi Calling is on (calls over Wi-Fi instead of the cellular network)."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     return f"Wi-Fi Calling is currently turned {_on_off(dev['wifi_calling_enabled'])}."
 
 
@@ -337,8 +328,7 @@ def toggle_wifi_calling(world: World) -> str:
 @tool(kind="read")
 def check_vpn_status(world: World) -> str:
     """Check whether a VPN (virtual private network) is on and connected, with the connection's details."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     if dev["vpn_connected"]:
         if dev["has_vpn_details"]:
             perf = dev["vpn_server_performance"]
@@ -355,8 +345,7 @@ def check_vpn_status(world: World) -> str:
 @tool(kind="write")
 def connect_vpn(world: World) -> str:
     """Connect to the VPN."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     if not ph.connect_vpn_of(dev):
         return "VPN already connected."
     ph.save_phone(world, dev)
@@ -367,8 +356,7 @@ def connect_vpn(world: World) -> str:
 def disconnect_vpn(world: World) -> str:
     """Disconnect the VPN, if one is connected. Traffic then no longer goes through the VPN server, which can
     change the connection's speed."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     if ph.disconnect_vpn_of(dev):
         ph.save_phone(world, dev)
         return "VPN disconnected successfully." + _bar(dev)
@@ -433,7 +421,7 @@ def grant_app_permission(world: World, app_name: str, permission: str) -> str:
     else:
         world.execute(SET_PERMISSION[permission], app=app_name, v=True)
         message = f"Success. Permission '{permission}' granted to app '{app_name}'."
-    return message + _bar(world.fetch_one(ph.PHONE))  # type: ignore[arg-type]
+    return message + _bar(ph.phone_row(world))  # type: ignore[arg-type]
 
 
 @tool(kind="read")
@@ -465,7 +453,7 @@ def reboot_device(world: World) -> str:
 @tool(kind="read")
 def check_payment_request(world: World) -> str:
     """Check whether the agent has sent you a request to pay a bill."""
-    surr = world.fetch_one(ph.SURROUNDINGS)
+    surr = ph.surroundings_row(world)
     assert surr is not None
     if surr["payment_bill_id"] is None:
         return "No payment request has been made."
@@ -475,7 +463,7 @@ def check_payment_request(world: World) -> str:
 @tool(kind="write")
 def make_payment(world: World) -> str:
     """Pay the bill the agent has sent you a payment request for."""
-    surr = world.fetch_one(ph.SURROUNDINGS)
+    surr = ph.surroundings_row(world)
     assert surr is not None
     if surr["payment_bill_id"] is None:
         return "You do not have a payment request."
@@ -549,8 +537,7 @@ def turn_airplane_mode_off(world: World) -> str:
 @tool(kind="write")
 def turn_data_on(world: World) -> str:
     """Switch mobile data on (no network search)."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     dev["data_enabled"] = True
     ph.save_phone(world, dev)
     return "Data connection restored."
@@ -586,8 +573,7 @@ def turn_roaming_off(world: World) -> str:
 @tool(kind="write")
 def turn_data_saver_mode_on(world: World) -> str:
     """Switch Data Saver mode on."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     dev["data_saver_mode"] = True
     ph.save_phone(world, dev)
     return "Data Saver Mode is now ON."
@@ -596,8 +582,7 @@ def turn_data_saver_mode_on(world: World) -> str:
 @tool(kind="write")
 def turn_data_saver_mode_off(world: World) -> str:
     """Switch Data Saver mode off."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     dev["data_saver_mode"] = False
     ph.save_phone(world, dev)
     return "Data Saver Mode is now OFF."
@@ -641,8 +626,7 @@ def break_apn_settings(world: World) -> str:
 @tool(kind="write")
 def break_apn_mms_setting(world: World) -> str:
     """Remove the MMSC URL (no MMS; fixed by reset_apn_settings and a reboot). No network search."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     dev["mmsc_url"] = None
     ph.save_phone(world, dev)
     return "APN MMS setting broken. Please call reset_apn_settings() to fix."
@@ -652,8 +636,7 @@ def break_apn_mms_setting(world: World) -> str:
 def break_vpn(world: World) -> str:
     """Connect the VPN and make its server poor (slow data); the VPN profile stays poor for the rest of the
     episode (see phone.py, section VPN)."""
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     ph.break_vpn_of(dev)
     ph.save_phone(world, dev)
     return "VPN connection broken."
@@ -685,8 +668,7 @@ def set_wifi_calling(world: World, enabled: bool, mms_over_wifi: Optional[bool] 
         enabled: Whether Wi-Fi Calling is on.
         mms_over_wifi: Whether MMS go over Wi-Fi; left as it is when not given.
     """
-    dev = world.fetch_one(ph.PHONE)
-    assert dev is not None
+    dev = ph.phone_row(world)
     dev["wifi_calling_enabled"] = enabled
     message = f"Wi-Fi Calling is now {_on_off(enabled)}."
     if mms_over_wifi is not None:
@@ -712,14 +694,14 @@ PHONE_SETUP_TOOLS = Toolkit.of(
 
 # -- assertions (tau2's user-side env assertions; fn(world, **arguments) -> bool) ----------------------------------
 def assert_airplane_mode_status(world: World, expected_status: bool) -> bool:
-    return bool(world.fetch_one(ph.PHONE)["airplane_mode"]) == expected_status  # type: ignore[index]
+    return bool(ph.phone_row(world)["airplane_mode"]) == expected_status  # type: ignore[index]
 
 
 def assert_service_status(world: World, expected_status: str) -> bool:
     valid = ("connected", "searching", "no_service", "emergency_only")
     if expected_status not in valid:  # tau2 parity: the enum's own error
         raise ValueError(f"{expected_status!r} is not a valid NetworkStatus")
-    return world.fetch_one(ph.PHONE)["network_connection_status"] == expected_status  # type: ignore[index]
+    return ph.phone_row(world)["network_connection_status"] == expected_status  # type: ignore[index]
 
 
 def assert_mobile_data_status(world: World, expected_status: bool) -> bool:
@@ -727,11 +709,11 @@ def assert_mobile_data_status(world: World, expected_status: bool) -> bool:
 
 
 def assert_mobile_roaming_status(world: World, expected_status: bool) -> bool:
-    return bool(world.fetch_one(ph.PHONE)["roaming_enabled"]) == expected_status  # type: ignore[index]
+    return bool(ph.phone_row(world)["roaming_enabled"]) == expected_status  # type: ignore[index]
 
 
 def assert_mobile_data_saver_mode_status(world: World, expected_status: bool) -> bool:
-    return bool(world.fetch_one(ph.PHONE)["data_saver_mode"]) == expected_status  # type: ignore[index]
+    return bool(ph.phone_row(world)["data_saver_mode"]) == expected_status  # type: ignore[index]
 
 
 def assert_internet_speed(world: World, expected_speed: float, expected_desc: str | None = None) -> bool:
@@ -751,7 +733,7 @@ def assert_can_send_mms(world: World, expected_status: bool) -> bool:
 
 
 def assert_mobile_data_usage_exceeded(world: World, expected_status: bool) -> bool:
-    return bool(world.fetch_one(ph.SURROUNDINGS)["mobile_data_usage_exceeded"]) == expected_status  # type: ignore
+    return bool(ph.surroundings_row(world)["mobile_data_usage_exceeded"]) == expected_status  # type: ignore
 
 
 PHONE_ASSERTIONS = {f.__name__: f for f in (
