@@ -469,19 +469,19 @@ class World:
         # in place: the same rowid may hold another key here (the start added bill X where the last episode added
         # bill Y), and children would still point at the old key. Deletions go first (children before parents),
         # then updates of the image's rows, then insertions (parents before children), so foreign keys hold at
-        # every statement. Where they still cannot (rows re-parented both ways), the writes run again with the
-        # checks deferred to the end. (No pragma is switched on the fast path: SQLite re-prepares every statement
-        # after one.)
+        # every statement. Where a constraint still fails (rows that swapped unique values or parents), every row
+        # is deleted and inserted again, foreign-key checks deferred to the end. (No pragma is switched on the
+        # fast path: SQLite re-prepares every statement after one.)
         rows = sorted(((tables[t], rid, row, image.base_full_row(t, rid) is None) for (t, rid), row in target.items()),
                       key=lambda x: x[0].order)
         raw.execute("SAVEPOINT mua_reset")
         try:
             try:
                 self._write_rows(rows)
-            except sqlite3.IntegrityError:
+            except sqlite3.IntegrityError:  # rows swapped unique values or parents: every row out, then back in
                 raw.execute("ROLLBACK TO mua_reset")
                 raw.execute("PRAGMA defer_foreign_keys = ON")
-                self._write_rows(rows)
+                self._write_rows([(info, rid, row, True) for info, rid, row, _ in rows])
             raw.execute(f"DELETE FROM {_CHANGES}")
             if delta:
                 raw.executemany(f"INSERT INTO {_CHANGES} VALUES (?, ?)", [(t, rid) for t, rid, _ in delta])

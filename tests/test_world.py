@@ -270,3 +270,13 @@ def test_memory_lasts_until_its_tables_are_written(mock):
     assert other.recall("emails") is None
     w.close()
     other.close()
+
+
+def test_reset_to_a_delta_where_rows_swapped_a_unique_value(mock):
+    a, b = mock.new_world(), mock.new_world()
+    assert not a.call_tool("update_email", {"customer_id": "C002", "email": "z@z.z"}).error
+    assert not b.call_tool("update_email", {"customer_id": "C001", "email": "z@z.z"}).error
+    b.reset(a.delta())  # C001 must give the address up before C002 can take it
+    assert _content(b) == _content(a) and b.state_hash() == a.state_hash()
+    a.close()
+    b.close()
