@@ -482,9 +482,12 @@ class World:
                 raw.execute("ROLLBACK TO mua_reset")
                 raw.execute("PRAGMA defer_foreign_keys = ON")
                 self._write_rows([(info, rid, row, True) for info, rid, row, _ in rows])
-            raw.execute(f"DELETE FROM {_CHANGES}")
-            if delta:
-                raw.executemany(f"INSERT INTO {_CHANGES} VALUES (?, ?)", [(t, rid) for t, rid, _ in delta])
+            # The triggers recorded every row written, i.e. the delta's rows and the last episode's: when the
+            # latter are among the former (an episode of the same task), that is exactly what must be tracked.
+            if len(target) > len(delta):
+                raw.execute(f"DELETE FROM {_CHANGES}")
+                if delta:
+                    raw.executemany(f"INSERT INTO {_CHANGES} VALUES (?, ?)", [(t, rid) for t, rid, _ in delta])
             raw.execute("RELEASE mua_reset")
         except BaseException:
             raw.execute("ROLLBACK TO mua_reset")

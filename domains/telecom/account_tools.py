@@ -88,12 +88,15 @@ NEXT_CUSTOMER_BILL_POSITION = select(func.coalesce(func.max(customer_bills.c.pos
     customer_bills.c.customer_id == P("cid"))
 NEXT_ITEM_POSITION = select(func.coalesce(func.max(bill_line_items.c.position) + 1, 0)).where(
     bill_line_items.c.bill_id == P("bid"))
+# Positions are computed inside the insert (one statement instead of a read and a write).
 NEW_BILL = insert(bills).values(
-    bill_id=P("v_bid"), position=P("v_pos"), customer_id=P("v_cid"), period_start=P("v_start"),
-    period_end=P("v_end"), issue_date=P("v_issue"), total_due=P("v_total"), due_date=P("v_due"),
-    status=P("v_status"))
-ADD_CUSTOMER_BILL = insert(customer_bills).values(customer_id=P("v_cid"), position=P("v_pos"), bill_id=P("v_bid"))
-ADD_ITEM = insert(bill_line_items).values(bill_id=P("v_bid"), position=P("v_pos"), description=P("v_description"),
+    bill_id=P("v_bid"), position=NEXT_BILL_POSITION.scalar_subquery(), customer_id=P("v_cid"),
+    period_start=P("v_start"), period_end=P("v_end"), issue_date=P("v_issue"), total_due=P("v_total"),
+    due_date=P("v_due"), status=P("v_status"))
+ADD_CUSTOMER_BILL = insert(customer_bills).values(customer_id=P("v_cid"), bill_id=P("v_bid"),
+                                                  position=NEXT_CUSTOMER_BILL_POSITION.scalar_subquery())
+ADD_ITEM = insert(bill_line_items).values(bill_id=P("v_bid"), position=NEXT_ITEM_POSITION.scalar_subquery(),
+                                          description=P("v_description"),
                                           amount=P("v_amount"), date=P("v_date"), item_type=P("v_type"))
 
 
@@ -184,16 +187,14 @@ def _customer_bills(world: World, customer_id: str) -> list[dict[str, Any]]:
 
 def _add_bill(world: World, bill_id: str, customer_id: str, start: date, end: date, issue: date, due: date,
               status: str) -> None:
-    world.execute(NEW_BILL, v_bid=bill_id, v_pos=world.fetch_scalar(NEXT_BILL_POSITION), v_cid=customer_id,
-                  v_start=str(start), v_end=str(end), v_issue=str(issue), v_total=0.0, v_due=str(due),
-                  v_status=status)
-    world.execute(ADD_CUSTOMER_BILL, v_cid=customer_id,
-                  v_pos=world.fetch_scalar(NEXT_CUSTOMER_BILL_POSITION, cid=customer_id), v_bid=bill_id)
+    world.execute(NEW_BILL, v_bid=bill_id, v_cid=customer_id, v_start=str(start), v_end=str(end),
+                  v_issue=str(issue), v_total=0.0, v_due=str(due), v_status=status)
+    world.execute(ADD_CUSTOMER_BILL, v_cid=customer_id, cid=customer_id, v_bid=bill_id)
 
 
 def _add_item(world: World, bill: dict[str, Any], description: str, amount: float, item_type: str) -> None:
-    world.execute(ADD_ITEM, v_bid=bill["bill_id"], v_pos=world.fetch_scalar(NEXT_ITEM_POSITION, bid=bill["bill_id"]),
-                  v_description=description, v_amount=amount, v_date=str(TODAY), v_type=item_type)
+    world.execute(ADD_ITEM, v_bid=bill["bill_id"], bid=bill["bill_id"], v_description=description, v_amount=amount,
+                  v_date=str(TODAY), v_type=item_type)
     world.execute(SET_BILL_TOTAL, bid=bill["bill_id"], v_total=bill["total_due"] + amount)
 
 
