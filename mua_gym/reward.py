@@ -105,19 +105,20 @@ def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> tuple[WorldDiff,
     gold_changed = reproduced = extra = 0
     for table in sorted(set(final) | set(gold) | set(start)):
         keys = set(final.get(table, ())) | set(gold.get(table, ())) | set(start.get(table, ()))
-        info, td = image.tables[table], TableDiff()
+        td: TableDiff | None = None  # made only where the final world differs from gold (rare in a good episode)
         for key in sorted(keys, key=repr):
             initial = _effective({}, start, image, table, key)
             mine = _effective(final, {}, image, table, key)
             wanted = _effective(gold, {}, image, table, key)
-            diff_rows(info, key, mine, wanted, td)
+            if mine != wanted:
+                if td is None:
+                    td = tables[table] = TableDiff()
+                diff_rows(image.tables[table], key, mine, wanted, td)
             if wanted != initial:
                 gold_changed += 1
                 reproduced += mine == wanted
             elif mine != initial:
                 extra += 1
-        if td.inserted or td.deleted or td.updated:
-            tables[table] = td
     return WorldDiff(tables=tables), gold_changed, reproduced, extra
 
 
