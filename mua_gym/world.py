@@ -275,19 +275,26 @@ def diff_rows(info: TableInfo, key: Key, before: Row | None, after: Row | None, 
 
 _DIALECT = sqlite_dialect.dialect()
 _NO_DEFAULT = object()
-_compiled: dict[int, tuple[ClauseElement, str, tuple[tuple[str, Any], ...]]] = {}
 
 
-def compile_statement(stmt: ClauseElement) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    """SQL text and parameter order for a Core statement, compiled once per statement object.
+class _Compiled:
+    """A statement compiled once: its SQL, its parameters in order (name, literal or _NO_DEFAULT), and the
+    names of its result columns (learned at its first fetch)."""
 
-    Tools build their statements once (module level, with ``bindparam``) and run them through
-    :meth:`World.fetch_one` and friends: compiling per call, and SQLAlchemy's per-execution machinery,
-    cost ten times more than the query itself on a small in-memory database.
-    """
+    __slots__ = ("stmt", "sql", "params", "columns")
+
+    def __init__(self, stmt: ClauseElement, sql: str, params: tuple[tuple[str, Any], ...]) -> None:
+        self.stmt, self.sql, self.params = stmt, sql, params
+        self.columns: tuple[str, ...] | None = None
+
+
+_compiled: dict[int, _Compiled] = {}
+
+
+def _compile(stmt: ClauseElement) -> _Compiled:
     found = _compiled.get(id(stmt))
-    if found is not None and found[0] is stmt:
-        return found[1], found[2]
+    if found is not None and found.stmt is stmt:
+        return found
     if len(_compiled) > 4096:  # statements built per call (not the intended use) must not grow this forever
         _compiled.clear()
     compiled = stmt.compile(dialect=_DIALECT)
@@ -299,8 +306,19 @@ def compile_statement(stmt: ClauseElement) -> tuple[str, tuple[tuple[str, Any], 
         bind = compiled.binds[name]
         # Literals written into a statement (``== "order"``, ``round(x, 2)``) are bound parameters too.
         params.append((name, _NO_DEFAULT if bind.required or bind.callable else bind.value))
-    _compiled[id(stmt)] = (stmt, sql, tuple(params))
-    return sql, tuple(params)
+    found = _compiled[id(stmt)] = _Compiled(stmt, sql, tuple(params))
+    return found
+
+
+def compile_statement(stmt: ClauseElement) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """SQL text and parameter order for a Core statement, compiled once per statement object.
+
+    Tools build their statements once (module level, with ``bindparam``) and run them through
+    :meth:`World.fetch_one` and friends: compiling per call, and SQLAlchemy's per-execution machinery,
+    cost ten times more than the query itself on a small in-memory database.
+    """
+    found = _compile(stmt)
+    return found.sql, found.params
 
 
 class World:
@@ -343,44 +361,55 @@ class World:
         return self._conn
 
     # -- queries -----------------------------------------------------------------------------------
-    def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> sqlite3.Cursor:
-        sql, names = compile_statement(stmt)
-        values = []
-        for name, default in names:
-            value = params.get(name, default)
-            if value is _NO_DEFAULT:
-                raise TypeError(f"missing query parameter {name!r}")
-            values.append(value)
-        return self.raw.execute(sql, values)
+    def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
+        found = _compiled.get(id(stmt))
+        if found is None or found.stmt is not stmt:
+            found = _compile(stmt)
+        try:
+            values = [params[name] if default is _NO_DEFAULT else params.get(name, default)
+                      for name, default in found.params]
+        except KeyError as exc:
+            raise TypeError(f"missing query parameter {exc.args[0]!r}") from None
+        return self.raw.execute(found.sql, values), found
+
+    @staticmethod
+    def _columns(cur: sqlite3.Cursor, found: _Compiled) -> tuple[str, ...]:
+        columns = found.columns
+        if columns is None:
+            columns = found.columns = tuple(d[0] for d in cur.description)
+        return columns
 
     def fetch_all(self, stmt: ClauseElement, **params: Any) -> list[dict[str, Any]]:
-        cur = self._cursor(stmt, params)
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        cur, found = self._cursor(stmt, params)
+        rows = cur.fetchall()
+        if not rows:
+            return []
+        names = self._columns(cur, found)
+        return [dict(zip(names, row)) for row in rows]
 
     def fetch_one(self, stmt: ClauseElement, **params: Any) -> dict[str, Any] | None:
-        cur = self._cursor(stmt, params)
+        cur, found = self._cursor(stmt, params)
         row = cur.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cur.description], row))
+        return None if row is None else dict(zip(self._columns(cur, found), row))
 
     def fetch_scalar(self, stmt: ClauseElement, **params: Any) -> Any:
-        row = self._cursor(stmt, params).fetchone()
+        row = self._cursor(stmt, params)[0].fetchone()
         return None if row is None else row[0]
 
     def fetch_column(self, stmt: ClauseElement, **params: Any) -> list[Any]:
-        return [row[0] for row in self._cursor(stmt, params).fetchall()]
+        return [row[0] for row in self._cursor(stmt, params)[0].fetchall()]
 
     def execute(self, stmt: ClauseElement, **params: Any) -> int:
         """Runs a write statement; returns the number of rows it touched."""
         self._stamp_write(stmt)
-        return self._cursor(stmt, params).rowcount
+        return self._cursor(stmt, params)[0].rowcount
 
     def execute_returning(self, stmt: ClauseElement, **params: Any) -> dict[str, Any] | None:
         """Runs a write statement with a ``RETURNING`` clause; returns the first row it returned."""
         self._stamp_write(stmt)
-        cur = self._cursor(stmt, params)
+        cur, found = self._cursor(stmt, params)
         rows = cur.fetchall()  # all of them: a statement left unfinished would block the call's savepoint
-        return dict(zip([d[0] for d in cur.description], rows[0])) if rows else None
+        return dict(zip(self._columns(cur, found), rows[0])) if rows else None
 
     def _stamp_write(self, stmt: ClauseElement) -> None:
         self._serial += 1
