@@ -352,6 +352,7 @@ class World:
         self._serial = 0  # counts writes; a table's last write, and the last wholesale change, are stamped
         self._written: dict[str, int] = {}
         self._replaced = 0
+        self._seen_changes = self.raw.total_changes  # SQLite's count of rows written: catches writes we did not make
 
     @property
     def conn(self) -> Connection:
@@ -402,16 +403,20 @@ class World:
     def execute(self, stmt: ClauseElement, **params: Any) -> int:
         """Runs a write statement; returns the number of rows it touched."""
         self._stamp_write(stmt)
-        return self._cursor(stmt, params)[0].rowcount
+        count = self._cursor(stmt, params)[0].rowcount
+        self._seen_changes = self.raw.total_changes
+        return count
 
     def execute_returning(self, stmt: ClauseElement, **params: Any) -> dict[str, Any] | None:
         """Runs a write statement with a ``RETURNING`` clause; returns the first row it returned."""
         self._stamp_write(stmt)
         cur, found = self._cursor(stmt, params)
         rows = cur.fetchall()  # all of them: a statement left unfinished would block the call's savepoint
+        self._seen_changes = self.raw.total_changes
         return dict(zip(self._columns(cur, found), rows[0])) if rows else None
 
     def _stamp_write(self, stmt: ClauseElement) -> None:
+        self._notice_outside_writes()
         self._serial += 1
         table = getattr(stmt, "table", None)
         if table is not None:
@@ -422,9 +427,10 @@ class World:
     def last_write(self, tables: tuple[str, ...]) -> int:
         """A stamp that moves whenever any of ``tables`` may have changed since it was read.
 
-        It sees writes made with :meth:`execute`, resets, loads, restores and failed calls; writes made through
-        ``conn`` or ``raw`` directly are invisible to it (tools whose writes it must see use :meth:`execute`).
+        Writes made with :meth:`execute` move the stamps of their own tables; resets, loads, restores, failed calls
+        and writes made any other way (``conn``, ``raw``) move every table's.
         """
+        self._notice_outside_writes()
         stamp = self._replaced
         written = self._written
         for t in tables:
@@ -440,6 +446,7 @@ class World:
         if found is None:
             return None
         tables, stamp, value = found
+        self._notice_outside_writes()
         if len(tables) == 1:  # the common case, inline
             return value if stamp == max(self._replaced, self._written.get(tables[0], 0)) else None
         return value if stamp == self.last_write(tables) else None
@@ -455,6 +462,11 @@ class World:
     def _state_replaced(self) -> None:
         self._serial += 1
         self._replaced = self._serial
+        self._seen_changes = self.raw.total_changes
+
+    def _notice_outside_writes(self) -> None:
+        if self.raw.total_changes != self._seen_changes:
+            self._state_replaced()
 
     # -- state -------------------------------------------------------------------------------------
     def load(self, data: bytes) -> None:

@@ -131,3 +131,17 @@ def test_reset_reaches_every_start_state_whatever_the_last_episode_added(telecom
         assert world.state_hash() == fresh.state_hash() and world.changes() == fresh.changes()
     world.close()
     fresh.close()
+
+
+def test_phone_answers_follow_writes_made_outside_the_tools(telecom):
+    """The phone row is remembered between calls; a hand-made write (a notebook poking the database) is seen."""
+    task = telecom.tasks("train", "tau2")[0]
+    prepared = prepare_task(telecom, task)
+    world = telecom.world_from_image(prepared.image, "tau2")
+    world.reset(prepared.start, prepared.start_memory)
+    world.call_tool("toggle_airplane_mode", {}, "user")
+    on = world.call_tool("check_status_bar", {}, "user").content
+    world.raw.execute("UPDATE phone SET airplane_mode = 1 - airplane_mode")
+    off = world.call_tool("check_status_bar", {}, "user").content
+    assert ("Airplane Mode" in on) != ("Airplane Mode" in off)
+    world.close()

@@ -280,3 +280,19 @@ def test_reset_to_a_delta_where_rows_swapped_a_unique_value(mock):
     assert _content(b) == _content(a) and b.state_hash() == a.state_hash()
     a.close()
     b.close()
+
+
+def test_memory_notices_writes_made_around_execute(mock):
+    w = mock.new_world()
+    w.remember("stock", ("products",), 259)
+    w.raw.execute("UPDATE counters SET value = value")  # touches no remembered table, but the world cannot tell
+    assert w.recall("stock") is None
+    w.remember("stock", ("products",), 259)
+    from sqlalchemy import text
+    w.conn.execute(text("UPDATE products SET stock = 0"))
+    assert w.recall("stock") is None
+    w.remember("stock", ("products",), 0)
+    assert w.recall("stock") == 0  # and reads change nothing
+    w.raw.execute("SELECT * FROM products").fetchall()
+    assert w.recall("stock") == 0
+    w.close()
