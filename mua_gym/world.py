@@ -407,14 +407,6 @@ class World:
         self._seen_changes = self.raw.total_changes
         return count
 
-    def execute_returning(self, stmt: ClauseElement, **params: Any) -> dict[str, Any] | None:
-        """Runs a write statement with a ``RETURNING`` clause; returns the first row it returned."""
-        self._stamp_write(stmt)
-        cur, found = self._cursor(stmt, params)
-        rows = cur.fetchall()  # all of them: a statement left unfinished would block the call's savepoint
-        self._seen_changes = self.raw.total_changes
-        return dict(zip(self._columns(cur, found), rows[0])) if rows else None
-
     def _stamp_write(self, stmt: ClauseElement) -> None:
         self._notice_outside_writes()
         self._serial += 1

@@ -52,13 +52,13 @@ logger.remove()
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tau2.domains.airline.tools import AirlineTools  # noqa: E402
+from episodes import run_oracle  # noqa: E402
 from tau2_ref import (  # noqa: E402
     AIRLINE_DB_PATH, Bad, Tau2Airline, compare_call, db_equal, get_airline_tasks, normalise, pick, record_diffs,
     sample, tau2_call,
 )
 
 import mua_gym  # noqa: E402
-from mua_gym.agents import OracleAgent  # noqa: E402
 from mua_gym.domains.airline.records import (  # noqa: E402
     FLIGHT, RESERVATION, USER, flight_record, reservation_record, user_record,
 )
@@ -171,16 +171,6 @@ def test_gold_replay_matches_tau2(domain, ours, ref):
 
 
 # -- the env-level reward of the oracle on every task ------------------------------------------------------
-def run_oracle(env, task):
-    observation, info = env.reset(options={"task": task})
-    agent = OracleAgent(task)
-    agent.reset(info)
-    while True:
-        observation, reward, terminated, truncated, info = env.step(agent.act(observation))
-        if terminated or truncated:
-            return reward, terminated, truncated, info
-
-
 @pytest.mark.slow
 def test_oracle_scores_one_on_every_tau2_task(domain):
     tasks = [t for split in ("train", "test") for t in domain.tasks(split, "tau2")]

@@ -11,15 +11,7 @@ from mua_gym import AsyncMuaEnv, MuaEnv, Trajectory
 from mua_gym.agents import OracleAgent, RandomAgent
 from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError
 
-
-def run_oracle(env, task):
-    observation, info = env.reset(options={"task": task})
-    agent = OracleAgent(task)
-    agent.reset(info)
-    while True:
-        observation, reward, terminated, truncated, info = env.step(agent.act(observation))
-        if terminated or truncated:
-            return reward, terminated, truncated, info
+from episodes import run_oracle
 
 
 def test_check_env_passes():

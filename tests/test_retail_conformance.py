@@ -38,12 +38,13 @@ logger.remove()
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tau2.domains.retail.tools import RetailTools  # noqa: E402
+from episodes import run_oracle  # noqa: E402
 from tau2_ref import (  # noqa: E402
-    RETAIL_DB_PATH, Tau2Retail, content_equal, get_environment, get_tasks, normalise, record_diffs, tau2_call,
+    RETAIL_DB_PATH, Bad, Tau2Retail, compare_call, db_equal, get_environment, get_tasks, normalise, pick,
+    record_diffs, sample, tau2_call,
 )
 
 import mua_gym  # noqa: E402
-from mua_gym.agents import OracleAgent  # noqa: E402
 from mua_gym.domains.retail.records import ORDER, PRODUCT, USER, order_record, product_record, user_record  # noqa: E402
 from mua_gym.domains.retail.tau2_format import export_db  # noqa: E402
 
@@ -69,28 +70,6 @@ def ours(domain):
 @pytest.fixture(scope="module")
 def ref():
     return Tau2Retail()
-
-
-def db_equal(ours_db: dict[str, Any], tau2_db: dict[str, Any]) -> bool:
-    return ours_db == tau2_db or normalise(ours_db) == normalise(tau2_db)
-
-
-def compare_call(name: Any, args: dict[str, Any], theirs: tuple[str, bool], result: Any,
-                 strict_errors: bool) -> str | None:
-    """None when our result conforms to tau2's; else a description of the difference."""
-    content, error = theirs
-    if error != result.error:
-        return f"{name}({args!r}): tau2 error={error} {content[:300]!r} / ours error={result.error} " \
-               f"{result.content[:300]!r}"
-    if not error and not content_equal(content, result.content):
-        try:
-            where = record_diffs(json.loads(result.content), json.loads(content))
-        except ValueError:
-            where = [f"tau2 {content[:300]!r} / ours {result.content[:300]!r}"]
-        return f"{name}({args!r}): results differ: {where}"
-    if error and strict_errors and content != result.content:
-        return f"{name}({args!r}): error texts differ: tau2 {content!r} / ours {result.content!r}"
-    return None
 
 
 # -- small sanity checks -----------------------------------------------------------------------------------
@@ -140,16 +119,6 @@ def test_gold_replay_matches_tau2(domain, ours):
 
 
 # -- the env-level reward of the oracle on every task ------------------------------------------------------
-def run_oracle(env, task):
-    observation, info = env.reset(options={"task": task})
-    agent = OracleAgent(task)
-    agent.reset(info)
-    while True:
-        observation, reward, terminated, truncated, info = env.step(agent.act(observation))
-        if terminated or truncated:
-            return reward, terminated, truncated, info
-
-
 @pytest.mark.slow
 def test_oracle_scores_one_on_every_tau2_task(domain):
     tasks = [t for split in ("train", "test") for t in domain.tasks(split, "tau2")]
@@ -211,13 +180,6 @@ ADDRESS_KEYS = ("address1", "address2", "city", "state", "country", "zip")
 UNKNOWN_TOOLS = ["cancel_order", "get_order", "GET_ORDER_DETAILS", "", "get_order_details ", "get_item_detail"]
 
 
-@dataclass(frozen=True)
-class Bad:
-    """An option of the wrong JSON type: the call is malformed (tau2 then fails with a raw Python error)."""
-
-    value: Any
-
-
 @dataclass
 class Ctx:
     order: str  # the focus order
@@ -232,26 +194,6 @@ class Call:
     name: str
     args: dict[str, Any]
     well_formed: bool
-
-
-def pick(draw, ctx: Ctx, arg: str, good: list[tuple[int, Any]], bad: list[tuple[int, Any]] = ()) -> Any:
-    """A value for ``arg``: one of ``good`` (likely to pass tau2's checks); one of ``good + bad`` for the one
-    argument the call perturbs. Options are (weight, value or function of draw); :class:`Bad` marks a wrong type.
-    """
-    options = [o for o in (list(good) + list(bad) if ctx.perturb == arg else good) if o[0] > 0]
-    k = draw(st.integers(0, sum(w for w, _ in options) - 1))
-    for weight, option in options:
-        if k < weight:
-            break
-        k -= weight
-    if isinstance(option, Bad):
-        ctx.typed = False
-        option = option.value
-    return option(draw) if callable(option) else option
-
-
-def sample(pool: list[Any]) -> Callable[[Any], Any]:
-    return lambda draw: draw(st.sampled_from(pool))
 
 
 def random_user(draw) -> dict[str, Any]:

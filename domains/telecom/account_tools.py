@@ -110,39 +110,32 @@ def _last_of_month(day: date) -> date:
 
 
 # -- look-ups shared by the tools (tau2's error texts) ------------------------------------------------------
-def _customer(world: World, customer_id: str) -> dict[str, Any]:
-    row = world.fetch_one(CUSTOMER, cid=customer_id)
+def _found(world: World, stmt: Any, what: str, **key: str) -> dict[str, Any]:
+    """The one row ``stmt`` finds for ``key``, or tau2's "<what> with ID <id> not found"."""
+    row = world.fetch_one(stmt, **key)
     if row is None:
-        raise ToolError(f"Customer with ID {customer_id} not found")
+        raise ToolError(f"{what} with ID {next(iter(key.values()))} not found")
     return row
+
+
+def _customer(world: World, customer_id: str) -> dict[str, Any]:
+    return _found(world, CUSTOMER, "Customer", cid=customer_id)
 
 
 def _line(world: World, line_id: str) -> dict[str, Any]:
-    row = world.fetch_one(LINE, lid=line_id)
-    if row is None:
-        raise ToolError(f"Line with ID {line_id} not found")
-    return row
+    return _found(world, LINE, "Line", lid=line_id)
 
 
 def _plan(world: World, plan_id: str) -> dict[str, Any]:
-    row = world.fetch_one(PLAN, pid=plan_id)
-    if row is None:
-        raise ToolError(f"Plan with ID {plan_id} not found")
-    return row
+    return _found(world, PLAN, "Plan", pid=plan_id)
 
 
 def _device(world: World, device_id: str) -> dict[str, Any]:
-    row = world.fetch_one(DEVICE, did=device_id)
-    if row is None:
-        raise ToolError(f"Device with ID {device_id} not found")
-    return row
+    return _found(world, DEVICE, "Device", did=device_id)
 
 
 def _bill(world: World, bill_id: str) -> dict[str, Any]:
-    row = world.fetch_one(BILL, bid=bill_id)
-    if row is None:
-        raise ToolError(f"Bill with ID {bill_id} not found")
-    return row
+    return _found(world, BILL, "Bill", bid=bill_id)
 
 
 _LINE_COLUMNS = [c.name for c in lines.columns]

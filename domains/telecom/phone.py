@@ -78,10 +78,10 @@ SIGNAL_FACTOR = {"poor": 0.2, "fair": 0.5, "good": 0.8, "excellent": 1.0, "none"
 # Nearly every call reads the phone and surroundings rows, and most write the phone row back: the last row read
 # or written is remembered by the world (see ``World.recall``) and served, as a copy, while its table is
 # unwritten since.
-def _kept_row(world: World, table: str, stmt: Any) -> Row:
+def _kept_row(world: World, table: str) -> Row:
     row = world.recall(table)
     if row is None:
-        row = world.fetch_one(stmt)
+        row = world.fetch_one(_READS[table])
         if row is None:
             raise ValueError(f"the world has no {table} row")
         world.remember(table, (table,), row)
@@ -127,21 +127,26 @@ def _save_row(world: World, table: Any, row: Row) -> None:
 
 def phone_row(world: World) -> Row:
     """The phone row (a copy: change it freely, then :func:`save_phone`)."""
-    return _kept_row(world, "phone", PHONE)
+    return _kept_row(world, "phone")
 
 
 def surroundings_row(world: World) -> Row:
     """The surroundings row (a copy)."""
-    return _kept_row(world, "surroundings", SURROUNDINGS)
+    return _kept_row(world, "surroundings")
 
 
 def read_phone(world: World) -> tuple[Row, Row]:
     """The phone row and the surroundings row."""
-    return _kept_row(world, "phone", PHONE), _kept_row(world, "surroundings", SURROUNDINGS)
+    return _kept_row(world, "phone"), _kept_row(world, "surroundings")
 
 
 def save_phone(world: World, dev: Row) -> None:
     _save_row(world, phone, dev)
+
+
+def set_phone(world: World, **values: Any) -> None:
+    """Sets phone settings that need no network search."""
+    _save_row(world, phone, {**phone_row(world), **values})
 
 
 def sim_status_of(dev: Row) -> str:

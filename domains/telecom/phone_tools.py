@@ -537,9 +537,7 @@ def turn_airplane_mode_off(world: World) -> str:
 @tool(kind="write")
 def turn_data_on(world: World) -> str:
     """Switch mobile data on (no network search)."""
-    dev = ph.phone_row(world)
-    dev["data_enabled"] = True
-    ph.save_phone(world, dev)
+    ph.set_phone(world, data_enabled=True)
     return "Data connection restored."
 
 
@@ -573,18 +571,14 @@ def turn_roaming_off(world: World) -> str:
 @tool(kind="write")
 def turn_data_saver_mode_on(world: World) -> str:
     """Switch Data Saver mode on."""
-    dev = ph.phone_row(world)
-    dev["data_saver_mode"] = True
-    ph.save_phone(world, dev)
+    ph.set_phone(world, data_saver_mode=True)
     return "Data Saver Mode is now ON."
 
 
 @tool(kind="write")
 def turn_data_saver_mode_off(world: World) -> str:
     """Switch Data Saver mode off."""
-    dev = ph.phone_row(world)
-    dev["data_saver_mode"] = False
-    ph.save_phone(world, dev)
+    ph.set_phone(world, data_saver_mode=False)
     return "Data Saver Mode is now OFF."
 
 
@@ -626,9 +620,7 @@ def break_apn_settings(world: World) -> str:
 @tool(kind="write")
 def break_apn_mms_setting(world: World) -> str:
     """Remove the MMSC URL (no MMS; fixed by reset_apn_settings and a reboot). No network search."""
-    dev = ph.phone_row(world)
-    dev["mmsc_url"] = None
-    ph.save_phone(world, dev)
+    ph.set_phone(world, mmsc_url=None)
     return "APN MMS setting broken. Please call reset_apn_settings() to fix."
 
 
