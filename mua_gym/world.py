@@ -1,8 +1,9 @@
 """The world: one episode's database, and the tools that act on it.
 
 A domain's data is built once into a :class:`WorldImage`: a serialized in-memory SQLite database with
-triggers that record every row a write touches. A :class:`World` is a live copy of an image; loading an
-image is a memory copy (``sqlite3.Connection.deserialize``), which is what makes ``reset`` cheap.
+triggers that record every row a write touches. A :class:`World` is a live copy of an image that never
+commits: it holds one transaction open from the image's state on, so a reset is SQLite rolling back to a
+savepoint (it restores the pages an episode touched) followed by the few writes that make a task's start.
 
 Because the image knows the hash of every row it started with, and the triggers know which rows changed
 since, ``state_hash`` and ``diff`` cost time in proportion to the rows an episode changed, not to the
@@ -37,8 +38,6 @@ Key = tuple[Any, ...]
 Row = tuple[Any, ...]
 
 _CHANGES = "_mua_changes"
-#: Above this many changed rows a reset loads the whole image instead of rewriting rows.
-REVERT_LIMIT = 5000
 _MOD = 1 << 128
 _MISSING = object()
 _image_ids = itertools.count(1)
@@ -66,7 +65,7 @@ class TableInfo:
     select_full_by_rowid: str
     delete_by_rowid: str
     insert_full: str
-    update_full: str
+    every_column: tuple[str, ...]
     order: int
 
     @classmethod
@@ -91,9 +90,14 @@ class TableInfo:
             select_full_by_rowid=f"SELECT {all_cols} FROM {name} WHERE rowid = ?",
             delete_by_rowid=f"DELETE FROM {name} WHERE rowid = ?",
             insert_full=f"INSERT INTO {name} (rowid, {all_cols}) VALUES (?, {', '.join('?' for _ in every)})",
-            update_full=f"UPDATE {name} SET {', '.join(f'{_q(c)} = ?' for c in every)} WHERE rowid = ?",
+            every_column=tuple(every),
             order=order,
         )
+
+    def update_columns(self, positions: list[int]) -> str:
+        """An UPDATE by rowid of the columns at ``positions`` (of ``every_column``), in that order."""
+        sets = ", ".join(f"{_q(self.every_column[i])} = ?" for i in positions)
+        return f"UPDATE {_q(self.name)} SET {sets} WHERE rowid = ?"
 
     def key(self, row: Row) -> Key:
         return tuple(row[i] for i in self.key_positions)
@@ -153,6 +157,7 @@ class WorldImage:
         self._by_rowid: dict[tuple[str, int], Row | None] = {}
         self._full_by_rowid: dict[tuple[str, int], Row | None] = {}
         self._by_key: dict[tuple[str, Key], Row | None] = {}
+        self._writes: dict[int, tuple[Delta, Writes, Writes]] = {}
         self.data: bytes = raw.serialize()
         total = 0
         for info in self.tables.values():
@@ -208,13 +213,56 @@ class WorldImage:
                 self.tables[table].select_by_key, key).fetchone()
         return found  # type: ignore[return-value]
 
+    def writes(self, delta: "Delta") -> tuple["Writes", "Writes"]:
+        """The statements that take this image to ``delta``: (the plain way, the way that cannot collide).
+
+        The plain way deletes (children first), updates only the columns that differ, then inserts (parents
+        first). It fails only where rows swapped a unique value or a parent; the other way deletes every row the
+        delta touches and inserts them again, for a caller that has deferred foreign-key checks. Both are kept
+        per delta object: a task's start is applied at every reset of that task.
+        """
+        found = self._writes.get(id(delta))
+        if found is not None and found[0] is delta:
+            return found[1], found[2]
+        deletes: list[tuple[int, str, tuple[Any, ...]]] = []
+        updates: list[tuple[int, str, tuple[Any, ...]]] = []
+        inserts: list[tuple[int, str, tuple[Any, ...]]] = []
+        out_again: list[tuple[int, str, tuple[Any, ...]]] = []  # the other way: every touched row out...
+        in_again: list[tuple[int, str, tuple[Any, ...]]] = []  # ...and back in
+        for table, rid, row in delta:
+            info = self.tables[table]
+            old = self.base_full_row(table, rid)
+            if old is not None:
+                out_again.append((info.order, info.delete_by_rowid, (rid,)))
+            if row is not None:
+                in_again.append((info.order, info.insert_full, (rid, *row)))
+            if row is None:
+                if old is not None:
+                    deletes.append((info.order, info.delete_by_rowid, (rid,)))
+            elif old is None:
+                inserts.append((info.order, info.insert_full, (rid, *row)))
+            else:  # 1 and 1.0 compare equal but are stored differently: the type counts too
+                changed = [i for i, (a, b) in enumerate(zip(row, old)) if a != b or type(a) is not type(b)]
+                if changed:
+                    updates.append((info.order, info.update_columns(changed), (*(row[i] for i in changed), rid)))
+
+        def ordered(writes: list[tuple[int, str, tuple[Any, ...]]], children_first: bool) -> Writes:
+            return [(sql, params) for _, sql, params in sorted(writes, key=lambda w: -w[0] if children_first else w[0])]
+
+        plain = ordered(deletes, True) + ordered(updates, False) + ordered(inserts, False)
+        safe = ordered(out_again, True) + ordered(in_again, False)
+        if len(self._writes) > 8192:  # deltas made on the fly (snapshots) must not grow this forever
+            self._writes.clear()
+        self._writes[id(delta)] = (delta, plain, safe)
+        return plain, safe
+
 
 @dataclass(frozen=True)
 class WorldSnapshot:
-    """A world's full state at one moment; restore it into any world made from the same image."""
+    """A world's full state at one moment, as rows over its image; restore it into any world of that image."""
 
     image_id: int
-    data: bytes
+    delta: "Delta"
 
 
 # A change set maps table -> primary key -> the row as it is now (None: deleted), for every row whose
@@ -223,6 +271,8 @@ ChangeSet = dict[str, dict[Key, "Row | None"]]
 # A delta is a world's state relative to its image, storable and replayable: (table, rowid, every column of the
 # row as it is now, or None where the image's row is gone), for every row that differs from the image.
 Delta = tuple[tuple[str, int, "Row | None"], ...]
+# Statements with their parameters, run in order.
+Writes = list[tuple[str, tuple[Any, ...]]]
 # Memory: values domain code derived from a world's content, by key: (the tables each came from, the value).
 Memory = dict[str, tuple[tuple[str, ...], Any]]
 
@@ -326,7 +376,9 @@ class World:
 
     Tools read and write with :meth:`fetch_one`, :meth:`fetch_all`, :meth:`fetch_scalar` and
     :meth:`execute` (precompiled Core statements, bound parameters), or through ``conn``, a SQLAlchemy
-    connection (autocommit; every tool call runs in a savepoint either way).
+    connection; every tool call runs in a savepoint either way. The connection holds one transaction open for
+    the world's life (see :meth:`reset`): code that writes around the tools uses savepoints, never COMMIT or
+    ROLLBACK (a world whose transaction was ended anyway notices at its next reset and reloads its image).
     """
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
@@ -353,10 +405,14 @@ class World:
         self._written: dict[str, int] = {}
         self._replaced = 0
         self._seen_changes = self.raw.total_changes  # SQLite's count of rows written: catches writes we did not make
+        # The transaction that is never committed: rolling back to it is how a reset forgets an episode.
+        self.raw.execute("SAVEPOINT mua_base")
+        self._base_is_image = True
+        self._start: Delta | None = None  # the delta of the last reset, kept under savepoint mua_start
 
     @property
     def conn(self) -> Connection:
-        """A SQLAlchemy connection over this world's database (autocommit; tool calls run in savepoints)."""
+        """A SQLAlchemy connection over this world's database (its transaction is the world's; see the class)."""
         if self._conn is None:
             self._conn = _engine_over(self.raw)
         return self._conn
@@ -462,12 +518,22 @@ class World:
 
     # -- state -------------------------------------------------------------------------------------
     def load(self, data: bytes) -> None:
-        """Replaces the whole database with ``data`` (bytes of this world's image or a snapshot of it)."""
+        """Replaces the whole database with ``data``: bytes of this world's image or of :meth:`serialize`."""
         if data is self.image.data:
             self.reset()
         else:
-            self.raw.deserialize(data)
-            self._state_replaced()
+            self._load_base(data)
+
+    def _load_base(self, data: bytes) -> None:
+        # Loading makes SQLite prepare every statement again on its next use: only for images and odd cases.
+        raw = self.raw
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raw.deserialize(data)
+        raw.execute("SAVEPOINT mua_base")
+        self._base_is_image = data is self.image.data
+        self._start = None
+        self._state_replaced()
 
     def reset(self, delta: Delta = (), memory: Memory | None = None) -> None:
         """Back to the image's state, or to the image with ``delta`` applied (a task's start, see :meth:`delta`).
@@ -475,71 +541,67 @@ class World:
         ``memory``, taken with :meth:`memory` from a world in exactly that state, is remembered again here, so
         the first calls of an episode find what its start state already derived.
 
-        Only rows the last episode changed, and the delta's rows, are written, which keeps the connection's
-        prepared statements valid: loading a whole database would make SQLite prepare every statement again on
-        its first use, which costs more than the reset itself. Past many changed rows the image is loaded whole.
+        The world never commits: it rolls back to the savepoint taken at the image's state (SQLite restores the
+        pages written since), then writes the delta's rows, and keeps a savepoint there too, so the next reset
+        to the same start (the same ``delta`` object) is a single rollback. A start the image cannot reach
+        leaves the world at the image and raises.
         """
-        self._revert(delta)
+        raw = self.raw
+        self._state_replaced()
+        if self._start is delta and self._rollback_to("mua_start"):
+            self._install(memory)
+            return
+        self._start = None
+        if self._rollback_to("mua_base"):
+            # And a whole rollback: only the end of a transaction lets SQLite drop its journals, which would
+            # otherwise grow with every episode and make each rollback slower.
+            raw.execute("ROLLBACK")
+            raw.execute("SAVEPOINT mua_base")
+        else:
+            self._load_base(self.image.data)
+        if delta:
+            plain, safe = self.image.writes(delta)
+            try:
+                try:
+                    for sql, params in plain:
+                        raw.execute(sql, params)
+                except sqlite3.IntegrityError:  # rows swapped unique values or parents: every row out, then in
+                    raw.execute("ROLLBACK TO mua_base")
+                    self._write_deferred(safe)
+            except BaseException:
+                raw.execute("ROLLBACK TO mua_base")
+                self._state_replaced()
+                raise
+        raw.execute("SAVEPOINT mua_start")
+        self._start = delta
+        self._state_replaced()
+        self._install(memory)
+
+    def _rollback_to(self, savepoint: str) -> bool:
+        """Rolls back to one of the world's savepoints; False where it is gone (the transaction was ended)."""
+        if not (self._base_is_image and self.raw.in_transaction):
+            return False
+        try:
+            self.raw.execute(f"ROLLBACK TO {savepoint}")
+        except sqlite3.OperationalError:
+            return False
+        return True
+
+    def _install(self, memory: Memory | None) -> None:
         if memory:
             self._memory = {k: (t, self.last_write(t), v) for k, (t, v) in memory.items()}
 
-    def _revert(self, delta: Delta) -> None:
-        changed = self._changed_rowids()
-        if not changed and not delta:
-            return
-        if len(changed) > REVERT_LIMIT:
-            self.raw.deserialize(self.image.data)
-            self._state_replaced()
-            changed = []
-            if not delta:
-                return
-        raw, tables, image = self.raw, self.image.tables, self.image
-        target = {(t, rid): row for t, rid, row in delta}
-        for t, rid in changed:
-            if (t, rid) not in target:
-                target[(t, rid)] = image.base_full_row(t, rid)
-        # Rows the image lacks (added by an episode or by the start) are deleted and inserted again, never updated
-        # in place: the same rowid may hold another key here (the start added bill X where the last episode added
-        # bill Y), and children would still point at the old key. Deletions go first (children before parents),
-        # then updates of the image's rows, then insertions (parents before children), so foreign keys hold at
-        # every statement. Where a constraint still fails (rows that swapped unique values or parents), every row
-        # is deleted and inserted again, foreign-key checks deferred to the end. (No pragma is switched on the
-        # fast path: SQLite re-prepares every statement after one.)
-        rows = sorted(((tables[t], rid, row, image.base_full_row(t, rid) is None) for (t, rid), row in target.items()),
-                      key=lambda x: x[0].order)
-        raw.execute("SAVEPOINT mua_reset")
-        try:
-            try:
-                self._write_rows(rows)
-            except sqlite3.IntegrityError:  # rows swapped unique values or parents: every row out, then back in
-                raw.execute("ROLLBACK TO mua_reset")
-                raw.execute("PRAGMA defer_foreign_keys = ON")
-                self._write_rows([(info, rid, row, True) for info, rid, row, _ in rows])
-            # The triggers recorded every row written, i.e. the delta's rows and the last episode's: when the
-            # latter are among the former (an episode of the same task), that is exactly what must be tracked.
-            if len(target) > len(delta):
-                raw.execute(f"DELETE FROM {_CHANGES}")
-                if delta:
-                    raw.executemany(f"INSERT INTO {_CHANGES} VALUES (?, ?)", [(t, rid) for t, rid, _ in delta])
-            raw.execute("RELEASE mua_reset")
-        except BaseException:
-            raw.execute("ROLLBACK TO mua_reset")
-            raw.execute("RELEASE mua_reset")
-            raw.deserialize(self.image.data)
-            self._state_replaced()
-            if delta:  # the world is the image now; a start it cannot reach is the caller's to hear about
-                raise
-        self._state_replaced()
-
-    def _write_rows(self, rows: list[tuple[TableInfo, int, Row | None, bool]]) -> None:
+    def _write_deferred(self, writes: Writes) -> None:
+        # Inside a transaction that never commits, deferred foreign keys are never checked by SQLite: check here.
         raw = self.raw
-        for info, rid, row, added in reversed(rows):
-            if row is None or added:
-                raw.execute(info.delete_by_rowid, (rid,))
-        missing = [(info, rid, row) for info, rid, row, added in rows
-                   if row is not None and (added or raw.execute(info.update_full, (*row, rid)).rowcount == 0)]
-        for info, rid, row in missing:
-            raw.execute(info.insert_full, (rid, *row))
+        raw.execute("PRAGMA defer_foreign_keys = ON")
+        try:
+            for sql, params in writes:
+                raw.execute(sql, params)
+            if raw.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                raise sqlite3.IntegrityError("FOREIGN KEY constraint failed")
+        finally:
+            raw.execute("PRAGMA defer_foreign_keys = OFF")
 
     def delta(self) -> Delta:
         """This world's state as rows over its image: :meth:`reset` with it brings any world of the image here."""
@@ -552,13 +614,33 @@ class World:
         return tuple(out)
 
     def snapshot(self) -> WorldSnapshot:
-        return WorldSnapshot(self.image.id, self.raw.serialize())
+        return WorldSnapshot(self.image.id, self.delta())
 
     def restore(self, snapshot: WorldSnapshot) -> None:
         if snapshot.image_id != self.image.id:
             raise ValueError("snapshot was taken from a world of another image")
-        self.raw.deserialize(snapshot.data)
-        self._state_replaced()
+        self.reset(snapshot.delta)
+
+    def serialize(self) -> bytes:
+        """The current content as the bytes of a SQLite database (``raw.serialize()`` gives the image's: the
+        world's writes are never committed)."""
+        copy = _connect(self.image.data)
+        try:
+            plain, safe = self.image.writes(self.delta())
+            copy.execute("BEGIN")
+            try:
+                for sql, params in plain:
+                    copy.execute(sql, params)
+            except sqlite3.IntegrityError:
+                copy.execute("ROLLBACK")
+                copy.execute("BEGIN")
+                copy.execute("PRAGMA defer_foreign_keys = ON")
+                for sql, params in safe:
+                    copy.execute(sql, params)
+            copy.execute("COMMIT")
+            return copy.serialize()
+        finally:
+            copy.close()
 
     def _changed_rowids(self) -> list[tuple[str, int]]:
         return self.raw.execute(f"SELECT tbl, rid FROM {_CHANGES}").fetchall()

@@ -4,13 +4,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mua_gym.world import World, WorldImage, _connect
+from mua_gym.world import _MOD, World, WorldImage, _row_hash
 
 
 def full_hash(world: World) -> str:
-    """The canonical hash recomputed from every row, without change tracking."""
-    image = WorldImage(world.image.metadata, _connect(world.raw.serialize()))
-    return f"{image.hash:032x}"
+    """The canonical hash recomputed from every row of the live database, without change tracking."""
+    total = sum(_row_hash(info.name, row) for info in world.image.tables.values()
+                for row in world.raw.execute(info.select_all))
+    return f"{total % _MOD:032x}"
 
 
 def test_reset_and_hash(world):
@@ -49,13 +50,13 @@ def test_same_seed_same_world_other_seed_other_world(mock):
 
 def test_failing_write_leaves_world_unchanged(world):
     before = world.state_hash()
-    snapshot = world.raw.serialize()
+    snapshot = _content(world)
     # Ordering more than the stock fails after the gift-card check; the world must not move.
     r = world.call_tool("place_order", {"customer_id": "C002", "items": [
         {"product_id": "P04", "quantity": 1}, {"product_id": "P03", "quantity": 8}], "payment": "gift_card"})
     assert r.error and r.content.startswith("Error: only 7 of P03")
     assert world.state_hash() == before
-    assert world.raw.serialize() == snapshot
+    assert _content(world) == snapshot
 
 
 def test_tool_that_raises_midway_is_rolled_back(mock):
@@ -115,7 +116,7 @@ def test_fast_diff_equals_full_diff(mock):
     b.call_tool("update_email", {"customer_id": "C001", "email": "q@b.c"})
     fresh_image = WorldImage.build(mock.metadata, lambda c: mock.worlds["generated"](c, seed=0))
     b_full = World(fresh_image)
-    b_full.load(b.raw.serialize())
+    b_full.load(b.serialize())
     assert a.diff(b) == a.diff(b_full)  # same-image fast path vs. the full-table comparison
 
 
@@ -240,10 +241,35 @@ def test_reset_to_a_delta_reaches_that_state_from_any_state(mock, first, then):
     assert _content(b) == wanted
     assert b.state_hash() == wanted_hash == full_hash(b)
     assert b.changes() == a.changes() and b.delta() == delta
+    for name, args in then:  # an episode from that start, then the same start again (a rollback to it)
+        b.call_tool(name, args)
+    b.reset(delta)
+    assert _content(b) == wanted and b.state_hash() == wanted_hash and b.delta() == delta
+    c = World(mock.image())
+    c.load(a.serialize())  # the bytes of the live content (what the connection would serialize is the image)
+    assert _content(c) == wanted and c.state_hash() == wanted_hash
+    c.reset()
+    assert _content(c) == _content(mock.new_world())
     b.reset()  # and back to the image: the delta's rows are tracked like any change
     assert b.changes() == {} and _content(b) == _content(mock.new_world())
     a.close()
     b.close()
+    c.close()
+
+
+def test_a_world_whose_transaction_was_ended_by_hand_still_resets(mock):
+    pristine = _content(mock.new_world())
+    for end in ("COMMIT", "ROLLBACK"):
+        w = mock.new_world()
+        assert not w.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
+        w.raw.execute(end)  # not allowed by the contract, but a notebook may do it
+        assert not w.call_tool("update_email", {"customer_id": "C002", "email": "r@x.org"}).error
+        w.reset()
+        assert _content(w) == pristine and w.changes() == {}
+        assert not w.call_tool("update_email", {"customer_id": "C003", "email": "s@x.org"}).error
+        w.reset()
+        assert _content(w) == pristine
+        w.close()
 
 
 def test_memory_lasts_until_its_tables_are_written(mock):
