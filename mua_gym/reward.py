@@ -48,6 +48,8 @@ class PreparedTask:
     gold_hash: str
     gold_changes: ChangeSet
     gold_results: tuple[ToolResult, ...]
+    #: Rows the gold actions change (from the start state): the partial credit's denominator.
+    gold_rows_changed: int = 0
 
 
 def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
@@ -67,8 +69,9 @@ def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
         start, start_memory = world.delta(), world.memory()
         start_changes = world.changes()
         results = tuple(world.call_tool(a.name, a.arguments, a.requestor) for a in task.gold_actions)
-        prepared = PreparedTask(image, start, start_memory, start_changes, world.state_hash(), world.changes(),
-                                results)
+        gold_changes = world.changes()
+        prepared = PreparedTask(image, start, start_memory, start_changes, world.state_hash(), gold_changes,
+                                results, _compare(image, start_changes, gold_changes, gold_changes)[1])
     task._prepared = prepared
     return prepared
 
@@ -100,7 +103,14 @@ def _effective(cs: ChangeSet, base: ChangeSet, image: WorldImage, table: str, ke
 
 
 def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> tuple[WorldDiff, int, int, int]:
-    image, start, gold = prepared.image, prepared.start_changes, prepared.gold_changes
+    """(what turns the final world into gold, rows gold changed, of those the rows reproduced, extra rows)."""
+    if final == prepared.gold_changes:  # the gold world exactly (what a solved episode ends in)
+        return WorldDiff(), prepared.gold_rows_changed, prepared.gold_rows_changed, 0
+    return _compare(prepared.image, prepared.start_changes, prepared.gold_changes, final)
+
+
+def _compare(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: ChangeSet
+             ) -> tuple[WorldDiff, int, int, int]:
     tables: dict[str, TableDiff] = {}
     gold_changed = reproduced = extra = 0
     for table in sorted(set(final) | set(gold) | set(start)):

@@ -62,11 +62,13 @@ class Tool:
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments; raises :class:`ToolError` describing every problem."""
+        if not arguments and not self.schema["function"]["parameters"]["properties"]:
+            return {}  # a tool without parameters called without arguments (most phone actions): nothing to check
         try:
             model = self.arguments_model.model_validate(arguments)
         except ValidationError as exc:
             raise ToolError(_describe_validation_error(self.name, exc)) from None
-        return {name: getattr(model, name) for name in self.arguments_model.model_fields}
+        return dict(model.__dict__)  # the fields (extra arguments are refused)
 
 
 def _describe_validation_error(tool_name: str, exc: ValidationError) -> str:

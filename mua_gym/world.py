@@ -17,6 +17,7 @@ import itertools
 import json
 import sqlite3
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, Field
@@ -331,11 +332,18 @@ class _Compiled:
     """A statement compiled once: its SQL, its parameters in order (name, literal or _NO_DEFAULT), and the
     names of its result columns (learned at its first fetch)."""
 
-    __slots__ = ("stmt", "sql", "params", "columns")
+    __slots__ = ("stmt", "sql", "params", "columns", "defaults", "gather")
 
     def __init__(self, stmt: ClauseElement, sql: str, params: tuple[tuple[str, Any], ...]) -> None:
         self.stmt, self.sql, self.params = stmt, sql, params
         self.columns: tuple[str, ...] | None = None
+        #: The literals' values by name; ``gather(params)`` picks the values in order (from params merged over
+        #: these where there are any).
+        self.defaults = {name: value for name, value in params if value is not _NO_DEFAULT}
+        names = [name for name, _ in params]
+        self.gather: Callable[[dict[str, Any]], Any] = (
+            (lambda _: ()) if not names else
+            (lambda p, _n=names[0]: (p[_n],)) if len(names) == 1 else itemgetter(*names))
 
 
 _compiled: dict[int, _Compiled] = {}
@@ -423,8 +431,7 @@ class World:
         if found is None or found.stmt is not stmt:
             found = _compile(stmt)
         try:
-            values = [params[name] if default is _NO_DEFAULT else params.get(name, default)
-                      for name, default in found.params]
+            values = found.gather({**found.defaults, **params} if found.defaults else params)
         except KeyError as exc:
             raise TypeError(f"missing query parameter {exc.args[0]!r}") from None
         return self.raw.execute(found.sql, values), found
@@ -588,8 +595,9 @@ class World:
         return True
 
     def _install(self, memory: Memory | None) -> None:
-        if memory:
-            self._memory = {k: (t, self.last_write(t), v) for k, (t, v) in memory.items()}
+        if memory:  # (called right after _state_replaced: every table's stamp is that of the replacement)
+            stamp = self._replaced
+            self._memory = {k: (t, stamp, v) for k, (t, v) in memory.items()}
 
     def _write_deferred(self, writes: Writes) -> None:
         # Inside a transaction that never commits, deferred foreign keys are never checked by SQLite: check here.
@@ -659,28 +667,29 @@ class World:
 
     def changes(self) -> ChangeSet:
         """Every row whose content differs from the image, by table and primary key."""
-        current: dict[str, dict[Key, Row | None]] = {}
-        removed: dict[str, set[Key]] = {}
-        for table, rowid in self._changed_rowids():
-            info = self.image.tables[table]
-            new = self.raw.execute(info.select_by_rowid, (rowid,)).fetchone()
-            if new is not None:
-                current.setdefault(table, {})[info.key(new)] = new
-            old = self.image.base_row(table, rowid)
-            if old is not None:
-                removed.setdefault(table, set()).add(info.key(old))
+        image, raw = self.image, self.raw
         out: ChangeSet = {}
-        for table in set(current) | set(removed):
-            rows = current.get(table, {})
-            changed: dict[Key, Row | None] = {}
-            for key, row in rows.items():
-                if self.image.base_row_by_key(table, key) != row:
-                    changed[key] = row
-            for key in removed.get(table, ()):
-                if key not in rows:
-                    changed[key] = None
-            if changed:
-                out[table] = changed
+        odd: list[tuple[str, Row | None, Row | None]] = []  # rows whose key is new, gone or changed
+        for table, rowid in self._changed_rowids():
+            info = image.tables[table]
+            new = raw.execute(info.select_by_rowid, (rowid,)).fetchone()
+            old = image.base_row(table, rowid)
+            if new is not None and old is not None and (key := info.key(new)) == info.key(old):
+                if new != old:  # the common case: a row updated in place
+                    out.setdefault(table, {})[key] = new
+            elif new is not None or old is not None:
+                odd.append((table, new, old))
+        if odd:
+            # A key that left one rowid may live on at another, or in a row the change log also lists.
+            current = {(t, image.tables[t].key(new)): new for t, new, _ in odd if new is not None}
+            for (table, key), new in current.items():
+                if image.base_row_by_key(table, key) != new:
+                    out.setdefault(table, {})[key] = new
+            for table, new, old in odd:
+                if old is not None:
+                    key = image.tables[table].key(old)
+                    if (table, key) not in current and key not in out.get(table, {}):
+                        out.setdefault(table, {})[key] = None
         return out
 
     def row(self, table: str, key: Key) -> Row | None:

@@ -9,7 +9,9 @@ from gymnasium.utils.env_checker import check_env
 import mua_gym
 from mua_gym import AsyncMuaEnv, MuaEnv, Trajectory
 from mua_gym.agents import OracleAgent, RandomAgent
+from mua_gym.reward import _compare, prepare_task
 from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError
+from mua_gym.world import WorldDiff
 
 from episodes import run_oracle
 
@@ -49,8 +51,6 @@ def test_seeded_resets_are_identical():
 
 
 def test_gold_replay_scores_one_on_every_task(mock, all_mock_tasks):
-    from mua_gym.reward import prepare_task
-
     assert len(all_mock_tasks) >= 12
     for task in all_mock_tasks:
         assert not [r.content for r in prepare_task(mock, task).gold_results if r.error], task.id
@@ -60,6 +60,11 @@ def test_gold_replay_scores_one_on_every_task(mock, all_mock_tasks):
         assert (reward, terminated, truncated) == (1.0, True, False), (task.id, info)
         assert info["reward_info"]["db_diff"] == {"tables": {}}
         assert info["reward_info"]["partial_credit"] == 1.0
+        # A gold final world takes the reward's short cut; the full comparison must agree with it.
+        p = prepare_task(mock, task)
+        full = _compare(p.image, p.start_changes, p.gold_changes, env.world.changes())
+        n = info["reward_info"]["gold_rows_changed"]
+        assert full == (WorldDiff(), n, n, 0) and info["reward_info"]["rows_reproduced"] == n
 
 
 def test_doing_nothing_scores_zero_where_gold_changes_state(mock, all_mock_tasks):
