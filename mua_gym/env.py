@@ -110,6 +110,9 @@ class AsyncMuaEnv:
         self._entries: list[tuple[Any, bool, bool]] = []
         self._user_view: list[Any] = []
         self._policy = self.domain.policy_text(world, **self.world_params)
+        # Every episode opens with the same system message: made once (its OpenAI dict is copied per episode).
+        self._system = SystemMessage(content=self._policy)
+        self._system_openai = to_openai(self._system)
         self.tool_schemas = self.domain.toolkit(world).schemas()
         self._user_tool_schemas = self.domain.user_tools.schemas() if self.domain.user_tools else None
         self._done = True
@@ -163,10 +166,9 @@ class AsyncMuaEnv:
         self._turns = self._tool_calls = self._tool_errors = self._user_tool_calls = 0
         self._usage = {}
         self._pending_error = None
-        system = SystemMessage(content=self._policy)
-        self._entries = [(system, False, True)]
+        self._entries = [(self._system, False, True)]
         self._user_view = []
-        observation = [to_openai(system)]
+        observation = [dict(self._system_openai)]
         user_seed = int(self._rng.integers(2**31))
         try:
             reply = await self.user.start(task, seed=user_seed, tools=self._user_tool_schemas)

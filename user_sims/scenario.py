@@ -60,7 +60,8 @@ class ScenarioUser(UserSimulator):
         self.intents: list[dict[str, Any]] = []
         self.stated = 0  # intents told to the agent so far
         self.agent_turns = 0
-        self.tools: set[str] = set()  # the user's own tools (dual control)
+        self.tools: frozenset[str] = frozenset()  # the user's own tools (dual control)
+        self._tools_from: list[dict[str, Any]] | None = None  # the schemas they were read from (the same each reset)
 
     # -- protocol ----------------------------------------------------------------------------------
     async def start(self, task: Task, *, seed: int | None = None,
@@ -70,7 +71,8 @@ class ScenarioUser(UserSimulator):
         self.facts = dict(task.user_scenario.facts)
         self.intents = [dict(i) for i in task.user_scenario.intents]
         self.agent_turns = 0
-        self.tools = {t["function"]["name"] for t in tools or []}
+        if tools is not self._tools_from:
+            self._tools_from, self.tools = tools, frozenset(t["function"]["name"] for t in tools or [])
         if not self.intents:  # no structure: say what the task's script opens with
             self.stated = 0
             opening = task.script[0] if task.script else (task.user_scenario.reason_for_call or

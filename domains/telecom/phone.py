@@ -101,6 +101,7 @@ def _stored(kind: Any, value: Any) -> Any:
 
 _SAVES: dict[tuple[str, tuple[str, ...]], Any] = {}
 _KINDS = {t.name: {c.name: c.type for c in t.columns} for t in (phone, surroundings)}
+_COLUMNS = {t.name: tuple(c.name for c in t.columns if c.name != "id") for t in (phone, surroundings)}
 
 
 def _save_row(world: World, table: Any, row: Row) -> None:
@@ -108,7 +109,7 @@ def _save_row(world: World, table: Any, row: Row) -> None:
     name = table.name
     old = world.recall(name) or world.fetch_one(_READS[name])
     assert old is not None
-    changed = tuple(c for c in old if c != "id" and row[c] != old[c])
+    changed = tuple([c for c in _COLUMNS[name] if row[c] != old[c]])
     if not changed:
         return
     stmt = _SAVES.get((name, changed))
