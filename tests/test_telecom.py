@@ -145,3 +145,31 @@ def test_phone_answers_follow_writes_made_outside_the_tools(telecom):
     off = world.call_tool("check_status_bar", {}, "user").content
     assert ("Airplane Mode" in on) != ("Airplane Mode" in off)
     world.close()
+
+
+def test_no_statement_changes_what_the_sync_remembers_the_customer_lookup_by():
+    # The sync remembers which customer a number belongs to as derived from the customer tables only: that holds
+    # while no statement a call runs writes those columns of ``lines`` or adds or removes lines. Every write
+    # statement the domain's modules define is checked here, the phone's per-column saves included.
+    import importlib
+    import pkgutil
+
+    from sqlalchemy.sql.dml import Delete, Insert, Update
+
+    import mua_gym.domains.telecom as telecom_pkg
+    from mua_gym.domains.telecom import phone
+
+    read = {"phone_number", "position"}
+    statements = []
+    for info in pkgutil.iter_modules(telecom_pkg.__path__):
+        module = importlib.import_module(f"{telecom_pkg.__name__}.{info.name}")
+        for value in vars(module).values():
+            found = value.values() if isinstance(value, dict) else [value]
+            statements += [v for v in found if isinstance(v, (Insert, Update, Delete))]
+    assert len(statements) >= 15
+    on_lines = [s for s in statements if s.table.name == "lines"]
+    assert on_lines  # the status, roaming, refuelling and usage updates
+    for stmt in on_lines:
+        assert isinstance(stmt, Update), stmt
+        assert not {getattr(c, "key", c) for c in stmt._values} & read, str(stmt)
+    assert all(key[0] in ("phone", "surroundings") for key in phone._SAVES)

@@ -168,6 +168,15 @@ CUSTOMER_BILLS = (select(customer_bills.c.bill_id.label("listed_id"), *bills.c)
                   .where(customer_bills.c.customer_id == P("cid")).order_by(customer_bills.c.position))
 
 
+# The first of a customer's listed bills that is missing (an error) or a draft, missing ones first: what
+# ``_customer_bills`` then a search for the first draft would find, in one row.
+FIRST_DRAFT = (select(customer_bills.c.bill_id.label("listed_id"), bills.c.bill_id, bills.c.total_due)
+               .select_from(customer_bills.outerjoin(bills, bills.c.bill_id == customer_bills.c.bill_id))
+               .where(customer_bills.c.customer_id == P("cid"),
+                      bills.c.bill_id.is_(None) | (bills.c.status == "Draft"))
+               .order_by(bills.c.bill_id.is_not(None), customer_bills.c.position).limit(1))
+
+
 def _customer_bills(world: World, customer_id: str) -> list[dict[str, Any]]:
     """The customer's bills in the order of its bill list."""
     out = []
@@ -207,7 +216,9 @@ def _apply_one_time_charge(world: World, customer_id: str, amount: float, descri
     """Adds a charge (or credit) to the customer's first draft bill, creating one for next month if none.
 
     The caller has checked that the customer exists."""
-    draft = next((b for b in _customer_bills(world, customer_id) if b["status"] == "Draft"), None)
+    draft = world.fetch_one(FIRST_DRAFT, cid=customer_id)
+    if draft is not None and draft["bill_id"] is None:
+        raise ToolError(f"Bill with ID {draft['listed_id']} not found")
     if draft is None:
         start = _first_of_next_month(TODAY)
         bill_id = new_draft_bill_id(world, customer_id)

@@ -44,23 +44,27 @@ APP = select(phone_apps).where(phone_apps.c.app_name == P("app"))
 APPS = select(phone_apps).order_by(phone_apps.c.position)
 
 SET_BILL_PAID = update(bills).where(bills.c.bill_id == P("bid")).values(status="Paid")
-# The sync runs after every call: one statement reads everything it needs from the account side (the user's
-# line, its plan's allowance, and the customer it belongs to, found as tau2 finds it: primary number first,
-# then any of the customer's lines, in customer order).
+# The sync runs after every call that wrote the account side: it reads the user's line and its plan's allowance,
+# and, when it needs to look for a bill awaiting payment, the customer the number belongs to (found as tau2 finds
+# it: primary number first, then any of the customer's lines, in customer order) and that customer's first such
+# bill. The last two are remembered (see ``sync``).
+SYNC_LINE = (select(lines.c.status, lines.c.roaming_enabled, lines.c.plan_id, lines.c.data_used_gb,
+                    lines.c.data_refueling_gb, plans.c.data_limit_gb)
+             .select_from(lines.outerjoin(plans, plans.c.plan_id == lines.c.plan_id))
+             .where(lines.c.phone_number == P("number")).order_by(lines.c.position).limit(1))
 _line_of_customer = (select(customer_lines.c.line_id).join(lines, lines.c.line_id == customer_lines.c.line_id)
                      .where(customer_lines.c.customer_id == customers.c.customer_id,
                             lines.c.phone_number == P("number")))
-_customer_of_number = (select(customers.c.customer_id)
-                       .where((customers.c.phone_number == P("number")) | _line_of_customer.exists())
-                       .order_by(customers.c.position).limit(1).scalar_subquery())
-SYNC_READ = (select(lines.c.status, lines.c.roaming_enabled, lines.c.plan_id, lines.c.data_used_gb,
-                    lines.c.data_refueling_gb, plans.c.data_limit_gb, _customer_of_number.label("customer_id"))
-             .select_from(lines.outerjoin(plans, plans.c.plan_id == lines.c.plan_id))
-             .where(lines.c.phone_number == P("number")).order_by(lines.c.position).limit(1))
+CUSTOMER_OF_NUMBER = (select(customers.c.customer_id)
+                      .where((customers.c.phone_number == P("number")) | _line_of_customer.exists())
+                      .order_by(customers.c.position).limit(1))
 AWAITING_BILL = (select(customer_bills.c.bill_id, bills.c.total_due)
                  .join(bills, bills.c.bill_id == customer_bills.c.bill_id)
                  .where(customer_bills.c.customer_id == P("cid"), bills.c.status == "Awaiting Payment")
                  .order_by(customer_bills.c.position).limit(1))
+#: What the customer look-up reads of ``lines`` (numbers, order, which lines exist) no statement of this domain
+#: writes (a test checks): so it is remembered as derived from the customer tables alone.
+CUSTOMER_INPUTS = ("customers", "customer_lines")
 
 # -- constants ----------------------------------------------------------------------------------------------
 # The VPN profile ``connect_vpn`` connects to (tau2: one shared details object).
@@ -326,6 +330,15 @@ def can_send_mms(world: World) -> bool:
 
 
 # -- sync: account -> surroundings ----------------------------------------------------------------------------
+def _remembered(world: World, key: str, tables: tuple[str, ...], derive: Any) -> Any:
+    """``derive()``, or what it gave last time while none of ``tables`` has been written since."""
+    found = world.recall(key)
+    if found is None:
+        found = (derive(),)  # (a tuple: None is a value here)
+        world.remember(key, tables, found)
+    return found[0]
+
+
 # Everything the sync reads. It is idempotent, so while none of these tables has been written since it last
 # ran, running it again would change nothing and is skipped (most calls touch only the phone, or nothing).
 SYNC_INPUTS = ("surroundings", "lines", "plans", "customers", "customer_lines", "bills", "customer_bills")
@@ -347,7 +360,7 @@ def sync(world: World) -> None:
     if number is None:
         world.remember("sync", SYNC_INPUTS, True)
         return
-    line = world.fetch_one(SYNC_READ, number=number)
+    line = world.fetch_one(SYNC_LINE, number=number)
     if line is None:
         raise ValueError(f"Line with phone number {number} not found")
     limit = line["data_limit_gb"]
@@ -362,10 +375,12 @@ def sync(world: World) -> None:
             raise ValueError(f"Bill with ID {new['payment_bill_id']} not found")
         new["payment_bill_id"] = new["payment_amount_due"] = new["payment_paid"] = None
     if new["payment_bill_id"] is None:
-        customer_id = line["customer_id"]
+        customer_id = _remembered(world, "customer-of:" + number, CUSTOMER_INPUTS,
+                                  lambda: world.fetch_scalar(CUSTOMER_OF_NUMBER, number=number))
         if customer_id is None:
             raise ValueError(f"Customer with phone number {number} not found")
-        row = world.fetch_one(AWAITING_BILL, cid=customer_id)
+        row = _remembered(world, "awaiting-bill:" + customer_id, ("customer_bills", "bills"),
+                          lambda: world.fetch_one(AWAITING_BILL, cid=customer_id))
         if row is not None:
             new["payment_bill_id"], new["payment_amount_due"] = row["bill_id"], row["total_due"]
             new["payment_paid"] = False
