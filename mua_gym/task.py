@@ -43,7 +43,7 @@ class Persona(BaseModel):
     patience: int = Field(default=20, ge=1, description="agent turns the user waits before walking away")
     verbosity: Literal["terse", "normal", "chatty"] = "normal"
     tone: str = "polite"
-    hidden_constraints: list[str] = []
+    hidden_constraints: list[str] = Field(default_factory=list)  # (a factory: a literal default is deep-copied)
     description: str | None = None
 
 

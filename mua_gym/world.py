@@ -124,7 +124,10 @@ def _install_change_tracking(raw: sqlite3.Connection, tables: list[str]) -> None
         raw.executescript(
             f"CREATE TRIGGER {_q('_mua_i_' + t)} AFTER INSERT ON {_q(t)} BEGIN {record % 'NEW'} END;"
             f"CREATE TRIGGER {_q('_mua_d_' + t)} AFTER DELETE ON {_q(t)} BEGIN {record % 'OLD'} END;"
-            f"CREATE TRIGGER {_q('_mua_u_' + t)} AFTER UPDATE ON {_q(t)} BEGIN {record % 'OLD'} {record % 'NEW'} END;"
+            f"CREATE TRIGGER {_q('_mua_u_' + t)} AFTER UPDATE ON {_q(t)} BEGIN {record % 'OLD'} END;"
+            # (apart, with its condition: a row rarely changes rowid, and a second insert costs every update)
+            f"CREATE TRIGGER {_q('_mua_r_' + t)} AFTER UPDATE ON {_q(t)} WHEN NEW.rowid IS NOT OLD.rowid "
+            f"BEGIN {record % 'NEW'} END;"
         )
 
 
@@ -559,11 +562,14 @@ class World:
             self._install(memory)
             return
         self._start = None
-        if self._rollback_to("mua_base"):
-            # And a whole rollback: only the end of a transaction lets SQLite drop its journals, which would
-            # otherwise grow with every episode and make each rollback slower.
+        if self._base_is_image and raw.in_transaction:
+            # A whole rollback, not one to savepoint mua_base: only the end of a transaction lets SQLite drop its
+            # journals, which would otherwise grow with every episode and make each rollback slower. What was
+            # committed is the image, unless someone committed by hand: then the change log is not empty.
             raw.execute("ROLLBACK")
             raw.execute("SAVEPOINT mua_base")
+            if raw.execute(f"SELECT 1 FROM {_CHANGES} LIMIT 1").fetchone() is not None:
+                self._load_base(self.image.data)
         else:
             self._load_base(self.image.data)
         if delta:
