@@ -101,7 +101,8 @@ class TableInfo:
         return f"UPDATE {_q(self.name)} SET {sets} WHERE rowid = ?"
 
     def key(self, row: Row) -> Key:
-        return tuple(row[i] for i in self.key_positions)
+        positions = self.key_positions
+        return (row[positions[0]],) if len(positions) == 1 else tuple([row[i] for i in positions])
 
     def as_dict(self, row: Row) -> dict[str, Any]:
         return {c: _json_safe(v) for c, v in zip(self.columns, row)}
@@ -335,11 +336,14 @@ class _Compiled:
     """A statement compiled once: its SQL, its parameters in order (name, literal or _NO_DEFAULT), and the
     names of its result columns (learned at its first fetch)."""
 
-    __slots__ = ("stmt", "sql", "params", "columns", "defaults", "gather")
+    __slots__ = ("stmt", "sql", "params", "columns", "defaults", "gather", "table")
 
     def __init__(self, stmt: ClauseElement, sql: str, params: tuple[tuple[str, Any], ...]) -> None:
         self.stmt, self.sql, self.params = stmt, sql, params
         self.columns: tuple[str, ...] | None = None
+        #: The table a write statement writes (None: one it cannot be attributed to, or a query).
+        table = getattr(stmt, "table", None)
+        self.table: str | None = getattr(table, "name", None)
         #: The literals' values by name; ``gather(params)`` picks the values in order (from params merged over
         #: these where there are any).
         self.defaults = {name: value for name, value in params if value is not _NO_DEFAULT}
@@ -457,7 +461,9 @@ class World:
     def fetch_one(self, stmt: ClauseElement, **params: Any) -> dict[str, Any] | None:
         cur, found = self._cursor(stmt, params)
         row = cur.fetchone()
-        return None if row is None else dict(zip(self._columns(cur, found), row))
+        if row is None:
+            return None
+        return dict(zip(found.columns or self._columns(cur, found), row))
 
     def fetch_scalar(self, stmt: ClauseElement, **params: Any) -> Any:
         row = self._cursor(stmt, params)[0].fetchone()
@@ -468,19 +474,24 @@ class World:
 
     def execute(self, stmt: ClauseElement, **params: Any) -> int:
         """Runs a write statement; returns the number of rows it touched."""
-        self._stamp_write(stmt)
-        count = self._cursor(stmt, params)[0].rowcount
-        self._seen_changes = self.raw.total_changes
-        return count
-
-    def _stamp_write(self, stmt: ClauseElement) -> None:
-        self._notice_outside_writes()
+        found = _compiled.get(id(stmt))
+        if found is None or found.stmt is not stmt:
+            found = _compile(stmt)
+        raw = self.raw
+        if raw.total_changes != self._seen_changes:
+            self._state_replaced()
         self._serial += 1
-        table = getattr(stmt, "table", None)
-        if table is not None:
-            self._written[table.name] = self._serial
+        if found.table is not None:
+            self._written[found.table] = self._serial
         else:  # a statement we cannot attribute to a table counts as a change to all of them
             self._replaced = self._serial
+        try:
+            values = found.gather({**found.defaults, **params} if found.defaults else params)
+        except KeyError as exc:
+            raise TypeError(f"missing query parameter {exc.args[0]!r}") from None
+        count = raw.execute(found.sql, values).rowcount
+        self._seen_changes = raw.total_changes
+        return count
 
     def last_write(self, tables: tuple[str, ...]) -> int:
         """A stamp that moves whenever any of ``tables`` may have changed since it was read.
@@ -504,7 +515,8 @@ class World:
         if found is None:
             return None
         tables, stamp, value = found
-        self._notice_outside_writes()
+        if self.raw.total_changes != self._seen_changes:  # (_notice_outside_writes, inline: a hot path)
+            self._state_replaced()
         if len(tables) == 1:  # the common case, inline
             return value if stamp == max(self._replaced, self._written.get(tables[0], 0)) else None
         return value if stamp == self.last_write(tables) else None

@@ -37,7 +37,9 @@ from mua_gym.domains.telecom.account_records import (
     ALL_CUSTOMERS, BILL, CUSTOMER, CUSTOMER_BILL_IDS, DEVICE, LINE, PLAN, bill_record, customer_record,
     device_record, line_record, plan_record,
 )
-from mua_gym.domains.telecom.schema import bill_line_items, bills, customer_bills, customer_lines, customers, lines
+from mua_gym.domains.telecom.schema import (
+    bill_line_items, bills, customer_bills, customer_lines, customers, lines, plans,
+)
 from mua_gym.stdtools import transfer_to_human_agents
 from mua_gym.tools import ToolError, Toolkit, tool
 from mua_gym.world import World
@@ -147,9 +149,19 @@ TARGET_LINE = (select(select(customers.c.customer_id).where(customers.c.customer
                             .outerjoin(lines, lines.c.line_id == P("lid"))))
 
 
+# The same, with the refuelling price of the line's plan (None where the plan is missing): refuel_data's reads.
+TARGET_LINE_PRICED = TARGET_LINE.add_columns(
+    select(plans.c.data_refueling_price_per_gb).where(plans.c.plan_id == lines.c.plan_id)
+    .scalar_subquery().label("refuel_price"))
+
+
 def _target_line(world: World, customer_id: str, line_id: str) -> dict[str, Any]:
     """A line of a customer: the customer must exist and list the line."""
-    found = world.fetch_one(TARGET_LINE, cid=customer_id, lid=line_id)
+    return _checked_line(world, customer_id, line_id, TARGET_LINE)
+
+
+def _checked_line(world: World, customer_id: str, line_id: str, stmt: Any) -> dict[str, Any]:
+    found = world.fetch_one(stmt, cid=customer_id, lid=line_id)
     assert found is not None
     if not found["has_customer"]:
         raise ToolError(f"Customer with ID {customer_id} not found")
@@ -157,7 +169,7 @@ def _target_line(world: World, customer_id: str, line_id: str) -> dict[str, Any]
         raise ToolError(f"Line {line_id} not found for customer {customer_id}")
     if found["line_id"] is None:
         raise ToolError(f"Line with ID {line_id} not found")
-    return {c: found[c] for c in _LINE_COLUMNS}
+    return found if stmt is not TARGET_LINE else {c: found[c] for c in _LINE_COLUMNS}
 
 
 _BILL_COLUMNS = [c.name for c in bills.columns]
@@ -175,6 +187,20 @@ FIRST_DRAFT = (select(customer_bills.c.bill_id.label("listed_id"), bills.c.bill_
                .where(customer_bills.c.customer_id == P("cid"),
                       bills.c.bill_id.is_(None) | (bills.c.status == "Draft"))
                .order_by(bills.c.bill_id.is_not(None), customer_bills.c.position).limit(1))
+
+
+# A charge on the first draft bill, written without reading it first: the line item (inserted only where that
+# first row is a draft, not a missing bill) and the bill's new total.
+_draft = FIRST_DRAFT.subquery()
+ITEM_ON_DRAFT = insert(bill_line_items).from_select(
+    ["bill_id", "position", "description", "amount", "date", "item_type"],
+    select(_draft.c.bill_id,
+           select(func.coalesce(func.max(bill_line_items.c.position) + 1, 0))
+           .where(bill_line_items.c.bill_id == _draft.c.bill_id).scalar_subquery(),
+           P("v_description"), P("v_amount"), P("v_date"), P("v_type"))
+    .where(_draft.c.bill_id.is_not(None)))
+TOTAL_ON_DRAFT = (update(bills).where(bills.c.bill_id == select(_draft.c.bill_id).scalar_subquery())
+                  .values(total_due=bills.c.total_due + P("v_amount")))
 
 
 def _customer_bills(world: World, customer_id: str) -> list[dict[str, Any]]:
@@ -216,16 +242,18 @@ def _apply_one_time_charge(world: World, customer_id: str, amount: float, descri
     """Adds a charge (or credit) to the customer's first draft bill, creating one for next month if none.
 
     The caller has checked that the customer exists."""
-    draft = world.fetch_one(FIRST_DRAFT, cid=customer_id)
-    if draft is not None and draft["bill_id"] is None:
+    item_type = "Credit" if amount < 0 else "Charge"
+    if world.execute(ITEM_ON_DRAFT, cid=customer_id, v_description=description, v_amount=amount, v_date=str(TODAY),
+                     v_type=item_type):
+        world.execute(TOTAL_ON_DRAFT, cid=customer_id, v_amount=amount)
+        return
+    draft = world.fetch_one(FIRST_DRAFT, cid=customer_id)  # no draft, or a listed bill is missing
+    if draft is not None:
         raise ToolError(f"Bill with ID {draft['listed_id']} not found")
-    if draft is None:
-        start = _first_of_next_month(TODAY)
-        bill_id = new_draft_bill_id(world, customer_id)
-        _add_bill(world, bill_id, customer_id, start, _last_of_month(start), start, start + timedelta(days=14),
-                  "Draft")
-        draft = {"bill_id": bill_id, "total_due": 0.0}  # as just written
-    _add_item(world, draft, description, amount, "Credit" if amount < 0 else "Charge")
+    start = _first_of_next_month(TODAY)
+    bill_id = new_draft_bill_id(world, customer_id)
+    _add_bill(world, bill_id, customer_id, start, _last_of_month(start), start, start + timedelta(days=14), "Draft")
+    _add_item(world, {"bill_id": bill_id, "total_due": 0.0}, description, amount, item_type)  # (as just written)
 
 
 # -- customer look-up ---------------------------------------------------------------------------------------
@@ -407,11 +435,12 @@ def refuel_data(world: World, customer_id: str, line_id: str, gb_amount: Number)
         line_id: The id of the line.
         gb_amount: How much data to add, in GB.
     """
-    line = _target_line(world, customer_id, line_id)  # tau2 parity: the line's status is not checked
+    line = _checked_line(world, customer_id, line_id, TARGET_LINE_PRICED)  # tau2 parity: status not checked
     if gb_amount <= 0:
         raise ToolError("Refuel amount must be positive")
-    plan = _plan(world, line["plan_id"])
-    price = plan["data_refueling_price_per_gb"]
+    price = line["refuel_price"]
+    if price is None:
+        raise ToolError(f"Plan with ID {line['plan_id']} not found")
     charge = gb_amount * price
     total = line["data_refueling_gb"] + gb_amount
     world.execute(SET_REFUELING, lid=line_id, v_gb=float(total))

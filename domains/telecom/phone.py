@@ -38,7 +38,6 @@ __all__ = ["DEFAULT_VPN", "can_send_mms", "mobile_data_works", "network_search",
 # -- statements ---------------------------------------------------------------------------------------------
 PHONE = select(phone).where(phone.c.id == 1)
 SURROUNDINGS = select(surroundings).where(surroundings.c.id == 1)
-_SURR_COLUMNS = [c.name for c in surroundings.columns if c.name != "id"]
 _READS = {"phone": PHONE, "surroundings": SURROUNDINGS}
 APP = select(phone_apps).where(phone_apps.c.app_name == P("app"))
 APPS = select(phone_apps).order_by(phone_apps.c.position)
@@ -103,7 +102,8 @@ def _stored(kind: Any, value: Any) -> Any:
     return value
 
 
-_SAVES: dict[tuple[str, tuple[str, ...]], Any] = {}
+# (table, changed columns) -> (the UPDATE of those columns, its parameter names)
+_SAVES: dict[tuple[str, tuple[str, ...]], tuple[Any, tuple[str, ...]]] = {}
 _KINDS = {t.name: {c.name: c.type for c in t.columns} for t in (phone, surroundings)}
 _COLUMNS = {t.name: tuple(c.name for c in t.columns if c.name != "id") for t in (phone, surroundings)}
 
@@ -116,13 +116,14 @@ def _save_row(world: World, table: Any, row: Row) -> None:
     changed = tuple([c for c in _COLUMNS[name] if row[c] != old[c]])
     if not changed:
         return
-    stmt = _SAVES.get((name, changed))
-    if stmt is None:
+    save = _SAVES.get((name, changed))
+    if save is None:
         if len(_SAVES) > 1024:
             _SAVES.clear()
-        stmt = _SAVES[(name, changed)] = (update(table).where(table.c.id == 1)
-                                          .values({c: P(f"v_{c}") for c in changed}))
-    world.execute(stmt, **{f"v_{c}": row[c] for c in changed})
+        save = _SAVES[(name, changed)] = (update(table).where(table.c.id == 1)
+                                          .values({c: P(f"v_{c}") for c in changed}),
+                                          tuple(f"v_{c}" for c in changed))
+    world.execute(save[0], **dict(zip(save[1], [row[c] for c in changed])))
     stored = dict(old)
     kinds = _KINDS[name]
     for c in changed:
@@ -384,6 +385,5 @@ def sync(world: World) -> None:
         if row is not None:
             new["payment_bill_id"], new["payment_amount_due"] = row["bill_id"], row["total_due"]
             new["payment_paid"] = False
-    if any(new[c] != surr[c] for c in _SURR_COLUMNS):  # (SQLite booleans read as 0/1; True == 1)
-        _save_row(world, surroundings, new)
+    _save_row(world, surroundings, new)  # (writes nothing where nothing changed; SQLite's 0/1 equal False/True)
     world.remember("sync", SYNC_INPUTS, True)
