@@ -39,6 +39,7 @@ Key = tuple[Any, ...]
 Row = tuple[Any, ...]
 
 _CHANGES = "_mua_changes"
+_ROW_KEY = "\x00row %s %d"  # the memory key of a row kept by World.remember_row (no domain key starts with NUL)
 _MOD = 1 << 128
 _MISSING = object()
 _image_ids = itertools.count(1)
@@ -68,6 +69,8 @@ class TableInfo:
     insert_full: str
     every_column: tuple[str, ...]
     order: int
+    #: Where the compared columns sit among every column (None: they are every column).
+    compared_positions: tuple[int, ...] | None = None
 
     @classmethod
     def of(cls, table: Any, order: int = 0) -> "TableInfo":
@@ -93,6 +96,7 @@ class TableInfo:
             insert_full=f"INSERT INTO {name} (rowid, {all_cols}) VALUES (?, {', '.join('?' for _ in every)})",
             every_column=tuple(every),
             order=order,
+            compared_positions=None if len(columns) == len(every) else tuple(every.index(c) for c in columns),
         )
 
     def update_columns(self, positions: list[int]) -> str:
@@ -528,6 +532,16 @@ class World:
         """Keeps ``value`` (never mutated afterwards) as derived from the current content of ``tables``."""
         self._memory[key] = (tables, self.last_write(tables), value)
 
+    def remember_row(self, table: str, rowid: int, row: Row) -> None:
+        """Keeps ``row`` (every column of ``table``'s row at ``rowid``, in the table's order, exactly as SQLite
+        returns them) as that row's content now. While ``table`` is unwritten since, :meth:`changes` (what the
+        reward reads) takes it instead of reading the row."""
+        self.remember(_ROW_KEY % (table, rowid), (table,), row)
+
+    def known_row(self, table: str, rowid: int) -> Row | None:
+        """The row kept by :meth:`remember_row`, or None where it may be stale."""
+        return self.recall(_ROW_KEY % (table, rowid))
+
     def memory(self) -> Memory:
         """What is remembered and still valid: hand it to :meth:`reset` with this state's :meth:`delta`."""
         return {k: (t, v) for k, (t, s, v) in self._memory.items() if s == self.last_write(t)}
@@ -693,9 +707,15 @@ class World:
         image, run = self.image, self._run
         out: ChangeSet = {}
         odd: list[tuple[str, Row | None, Row | None]] = []  # rows whose key is new, gone or changed
+        memory = self._memory
         for table, rowid in self._changed_rowids():
             info = image.tables[table]
-            new = run(info.select_by_rowid, (rowid,)).fetchone()
+            key = _ROW_KEY % (table, rowid)
+            new = self.recall(key) if key in memory else None
+            if new is None:
+                new = run(info.select_by_rowid, (rowid,)).fetchone()
+            elif info.compared_positions is not None:
+                new = tuple([new[i] for i in info.compared_positions])
             old = image.base_row(table, rowid)
             if new is not None and old is not None and (key := info.key(new)) == info.key(old):
                 if new != old:  # the common case: a row updated in place

@@ -486,6 +486,11 @@ def shortcut_problems(world: World, where: str) -> list[str]:
     remembered = ph.phone_row(world), ph.surroundings_row(world)
     if remembered != (world.fetch_one(ph.PHONE), world.fetch_one(ph.SURROUNDINGS)):
         problems.append(f"{where}: a remembered phone or surroundings row differs from the stored one")
+    for table in ("phone", "surroundings"):  # the rows the reward takes from memory: equal, types included
+        kept = world.known_row(table, 1)
+        stored = world.raw.execute(world.image.tables[table].select_full_by_rowid, (1,)).fetchone()
+        if kept is not None and [(type(v), v) for v in kept] != [(type(v), v) for v in stored]:
+            problems.append(f"{where}: the {table} row kept for the reward differs from the stored one")
     before = world.state_hash()
     world.remember("sync", ph.SYNC_INPUTS, False)  # forget that the sync is up to date, and run it
     try:

@@ -347,3 +347,24 @@ def test_memory_notices_writes_made_around_execute(mock):
     w.raw.execute("SELECT * FROM products").fetchall()
     assert w.recall("stock") == 0
     w.close()
+
+
+def test_changes_take_a_kept_row_while_its_table_is_unwritten(mock):
+    w, pristine = mock.new_world(), mock.new_world()
+    assert not w.call_tool("update_email", {"customer_id": "C001", "email": "k@x.org"}).error
+    info = w.image.tables["customers"]
+    rid = w.raw.execute("SELECT rowid FROM customers WHERE customer_id = 'C001'").fetchone()[0]
+    real = w.raw.execute(info.select_full_by_rowid, (rid,)).fetchone()
+    w.remember_row("customers", rid, real)
+    assert w.known_row("customers", rid) == real and w.changes() == _brute_changes(w, pristine)
+    email = info.every_column.index("email")
+    fake = real[:email] + ("kept@x.org",) + real[email + 1:]
+    w.remember_row("customers", rid, fake)  # a domain's word is taken: the row is not read again
+    assert w.changes()["customers"][("C001",)][info.columns.index("email")] == "kept@x.org"
+    assert not w.call_tool("cancel_order", {"order_id": "O1001", "reason": "no longer needed"}).error  # not customers
+    assert w.known_row("customers", rid) == fake
+    assert not w.call_tool("update_email", {"customer_id": "C002", "email": "m@x.org"}).error
+    assert w.known_row("customers", rid) is None  # its table was written: read again
+    assert w.changes() == _brute_changes(w, pristine)
+    w.close()
+    pristine.close()

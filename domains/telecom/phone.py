@@ -87,8 +87,14 @@ def _kept_row(world: World, table: str) -> Row:
         row = world.fetch_one(_READS[table])
         if row is None:
             raise ValueError(f"the world has no {table} row")
-        world.remember(table, (table,), row)
+        _keep(world, table, row)
     return dict(row)
+
+
+def _keep(world: World, table: str, row: Row) -> None:
+    # As a dict for the tools, and as the row itself (every column, in order: the id is the rowid) for the reward.
+    world.remember(table, (table,), row)
+    world.remember_row(table, row["id"], tuple(row.values()))
 
 
 def _stored(kind: Any, value: Any) -> Any:
@@ -128,7 +134,7 @@ def _save_row(world: World, table: Any, row: Row) -> None:
     kinds = _KINDS[name]
     for c in changed:
         stored[c] = _stored(kinds[c], row[c])
-    world.remember(name, (name,), stored)
+    _keep(world, name, stored)
 
 
 def phone_row(world: World) -> Row:
