@@ -169,7 +169,7 @@ class AsyncMuaEnv:
         self._entries = [(self._system, False, True)]
         self._user_view = []
         observation = [dict(self._system_openai)]
-        user_seed = int(self._rng.integers(2**31))
+        user_seed = int(self._rng.bit_generator.random_raw()) >> 33  # 31 random bits (Generator.integers is slow)
         try:
             reply = await self.user.start(task, seed=user_seed, tools=self._user_tool_schemas)
             self._add_usage(reply)
