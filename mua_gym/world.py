@@ -481,6 +481,18 @@ class World:
 
     def execute(self, stmt: ClauseElement, **params: Any) -> int:
         """Runs a write statement; returns the number of rows it touched."""
+        cur = self._write(stmt, params)
+        self._seen_changes = self.raw.total_changes
+        return cur.rowcount
+
+    def execute_returning(self, stmt: ClauseElement, **params: Any) -> list[tuple[Any, ...]]:
+        """Runs a write statement with a RETURNING clause; returns the rows it returned, as SQLite gives them
+        (all its changes are made before the first row comes back)."""
+        rows = self._write(stmt, params).fetchall()
+        self._seen_changes = self.raw.total_changes
+        return rows
+
+    def _write(self, stmt: ClauseElement, params: dict[str, Any]) -> sqlite3.Cursor:
         found = _compiled.get(id(stmt))
         if found is None or found.stmt is not stmt:
             found = _compile(stmt)
@@ -496,9 +508,7 @@ class World:
             values = found.gather({**found.defaults, **params} if found.defaults else params)
         except KeyError as exc:
             raise TypeError(f"missing query parameter {exc.args[0]!r}") from None
-        count = self._run(found.sql, values).rowcount
-        self._seen_changes = raw.total_changes
-        return count
+        return self._run(found.sql, values)
 
     def last_write(self, tables: tuple[str, ...]) -> int:
         """A stamp that moves whenever any of ``tables`` may have changed since it was read.

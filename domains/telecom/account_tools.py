@@ -31,7 +31,7 @@ from datetime import date, timedelta
 from typing import Any, Callable
 
 from pydantic_core import core_schema
-from sqlalchemy import bindparam, func, insert, literal, select, update
+from sqlalchemy import Float, bindparam, func, insert, literal, literal_column, select, update
 
 from mua_gym.domains.telecom.account_records import (
     ALL_CUSTOMERS, BILL, CUSTOMER, CUSTOMER_BILL_IDS, DEVICE, LINE, PLAN, bill_record, customer_record,
@@ -79,8 +79,12 @@ SET_LINE_STATUS = (update(lines).where(lines.c.line_id == P("lid"))
 SET_LINE_OVERDUE = (update(lines).where(lines.c.line_id == P("lid"))
                     .values(status="Suspended", suspension_start_date=P("v_since"),
                             contract_end_date=P("v_contract_end")))
-SET_ROAMING = update(lines).where(lines.c.line_id == P("lid")).values(roaming_enabled=P("v_on"))
-SET_REFUELING = update(lines).where(lines.c.line_id == P("lid")).values(data_refueling_gb=P("v_gb"))
+# These return the rows they write (rowid first), kept for the sync and the reward (``_keep``).
+ROWID = literal_column("rowid")
+SET_ROAMING = (update(lines).where(lines.c.line_id == P("lid")).values(roaming_enabled=P("v_on"))
+               .returning(ROWID, *lines.c))
+SET_REFUELING = (update(lines).where(lines.c.line_id == P("lid")).values(data_refueling_gb=P("v_gb"))
+                 .returning(ROWID, *lines.c))
 SET_DATA_USED = update(lines).where(lines.c.line_id == P("lid")).values(data_used_gb=P("v_gb"))
 SET_BILL_STATUS = update(bills).where(bills.c.bill_id == P("bid")).values(status=P("v_status"))
 SET_BILL_TOTAL = update(bills).where(bills.c.bill_id == P("bid")).values(total_due=P("v_total"))
@@ -198,9 +202,27 @@ ITEM_ON_DRAFT = insert(bill_line_items).from_select(
            select(func.coalesce(func.max(bill_line_items.c.position) + 1, 0))
            .where(bill_line_items.c.bill_id == _draft.c.bill_id).scalar_subquery(),
            P("v_description"), P("v_amount"), P("v_date"), P("v_type"))
-    .where(_draft.c.bill_id.is_not(None)))
+    .where(_draft.c.bill_id.is_not(None))).returning(ROWID, *bill_line_items.c)
 TOTAL_ON_DRAFT = (update(bills).where(bills.c.bill_id == select(_draft.c.bill_id).scalar_subquery())
-                  .values(total_due=bills.c.total_due + P("v_amount")))
+                  .values(total_due=bills.c.total_due + P("v_amount")).returning(ROWID, *bills.c))
+
+
+# RETURNING hands a REAL column's integral value back as SQLite stored it (an int), where a SELECT gives a float.
+_REALS = {t.name: tuple(i for i, c in enumerate(t.columns) if isinstance(c.type, Float))
+          for t in (lines, bills, bill_line_items)}
+
+
+def _keep(world: World, table: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Keeps rows a statement returned (rowid, then every column) as their tables' content now, as a SELECT
+    would give them."""
+    reals = _REALS[table]
+    for row in rows:
+        values = list(row[1:])
+        for i in reals:
+            if type(values[i]) is int:
+                values[i] = float(values[i])
+        world.remember_row(table, row[0], tuple(values))
+    return rows
 
 
 def _customer_bills(world: World, customer_id: str) -> list[dict[str, Any]]:
@@ -243,9 +265,10 @@ def _apply_one_time_charge(world: World, customer_id: str, amount: float, descri
 
     The caller has checked that the customer exists."""
     item_type = "Credit" if amount < 0 else "Charge"
-    if world.execute(ITEM_ON_DRAFT, cid=customer_id, v_description=description, v_amount=amount, v_date=str(TODAY),
-                     v_type=item_type):
-        world.execute(TOTAL_ON_DRAFT, cid=customer_id, v_amount=amount)
+    if _keep(world, "bill_line_items", world.execute_returning(
+            ITEM_ON_DRAFT, cid=customer_id, v_description=description, v_amount=amount, v_date=str(TODAY),
+            v_type=item_type)):
+        _keep(world, "bills", world.execute_returning(TOTAL_ON_DRAFT, cid=customer_id, v_amount=amount))
         return
     draft = world.fetch_one(FIRST_DRAFT, cid=customer_id)  # no draft, or a listed bill is missing
     if draft is not None:
@@ -406,7 +429,7 @@ def enable_roaming(world: World, customer_id: str, line_id: str) -> str:
     line = _target_line(world, customer_id, line_id)
     if line["roaming_enabled"]:
         return "Roaming was already enabled"
-    world.execute(SET_ROAMING, lid=line_id, v_on=True)
+    _keep(world, "lines", world.execute_returning(SET_ROAMING, lid=line_id, v_on=True))
     return "Roaming enabled successfully"
 
 
@@ -421,7 +444,7 @@ def disable_roaming(world: World, customer_id: str, line_id: str) -> str:
     line = _target_line(world, customer_id, line_id)
     if not line["roaming_enabled"]:
         return "Roaming was already disabled"
-    world.execute(SET_ROAMING, lid=line_id, v_on=False)
+    _keep(world, "lines", world.execute_returning(SET_ROAMING, lid=line_id, v_on=False))
     return "Roaming disabled successfully"
 
 
@@ -443,7 +466,7 @@ def refuel_data(world: World, customer_id: str, line_id: str, gb_amount: Number)
         raise ToolError(f"Plan with ID {line['plan_id']} not found")
     charge = gb_amount * price
     total = line["data_refueling_gb"] + gb_amount
-    world.execute(SET_REFUELING, lid=line_id, v_gb=float(total))
+    _keep(world, "lines", world.execute_returning(SET_REFUELING, lid=line_id, v_gb=float(total)))
     _apply_one_time_charge(world, customer_id, charge, f"Data refueling: {gb_amount} GB at ${price}/GB")
     return {"message": f"Successfully added {gb_amount} GB of data for line {line_id} for ${charge:.2f}",
             "new_data_refueling_gb": str(total), "charge": str(charge)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Boolean, Float, Integer, bindparam, select, update
+from sqlalchemy import Boolean, Float, Integer, bindparam, literal_column, select, update
 
 from mua_gym.domains.telecom.schema import (
     bills, customer_bills, customer_lines, customers, lines, phone, phone_apps, plans, surroundings,
@@ -43,14 +43,17 @@ APP = select(phone_apps).where(phone_apps.c.app_name == P("app"))
 APPS = select(phone_apps).order_by(phone_apps.c.position)
 
 SET_BILL_PAID = update(bills).where(bills.c.bill_id == P("bid")).values(status="Paid")
-# The sync runs after every call that wrote the account side: it reads the user's line and its plan's allowance,
-# and, when it needs to look for a bill awaiting payment, the customer the number belongs to (found as tau2 finds
-# it: primary number first, then any of the customer's lines, in customer order) and that customer's first such
-# bill. The last two are remembered (see ``sync``).
-SYNC_LINE = (select(lines.c.status, lines.c.roaming_enabled, lines.c.plan_id, lines.c.data_used_gb,
-                    lines.c.data_refueling_gb, plans.c.data_limit_gb)
-             .select_from(lines.outerjoin(plans, plans.c.plan_id == lines.c.plan_id))
-             .where(lines.c.phone_number == P("number")).order_by(lines.c.position).limit(1))
+# The sync runs after every call that wrote the account side: it needs the user's line (the first line with the
+# phone's number) and its plan's allowance, and, when it looks for a bill awaiting payment, the customer the
+# number belongs to (found as tau2 finds it: primary number first, then any of the customer's lines, in customer
+# order) and that customer's first such bill. All of it is remembered (see ``sync``); the line's row is often
+# known already (the account tools keep the rows they write).
+ROWID = literal_column("rowid")
+LINE_OF_NUMBER = select(ROWID).select_from(lines).where(lines.c.phone_number == P("number")).order_by(
+    lines.c.position).limit(1)
+LINE_BY_ROWID = select(lines).where(ROWID == P("rid"))
+PLAN_LIMIT = select(plans.c.data_limit_gb).where(plans.c.plan_id == P("pid"))
+_LINE_NAMES = tuple(c.name for c in lines.columns)
 _line_of_customer = (select(customer_lines.c.line_id).join(lines, lines.c.line_id == customer_lines.c.line_id)
                      .where(customer_lines.c.customer_id == customers.c.customer_id,
                             lines.c.phone_number == P("number")))
@@ -61,8 +64,9 @@ AWAITING_BILL = (select(customer_bills.c.bill_id, bills.c.total_due)
                  .join(bills, bills.c.bill_id == customer_bills.c.bill_id)
                  .where(customer_bills.c.customer_id == P("cid"), bills.c.status == "Awaiting Payment")
                  .order_by(customer_bills.c.position).limit(1))
-#: What the customer look-up reads of ``lines`` (numbers, order, which lines exist) no statement of this domain
-#: writes (a test checks): so it is remembered as derived from the customer tables alone.
+#: What the line and customer look-ups read of ``lines`` (numbers, order, which lines exist) no statement of this
+#: domain writes (a test checks): so the line of a number is remembered as derived from no table (only a reset or
+#: a write made around the tools drops it), and the customer of a number from the customer tables alone.
 CUSTOMER_INPUTS = ("customers", "customer_lines")
 
 # -- constants ----------------------------------------------------------------------------------------------
@@ -367,10 +371,14 @@ def sync(world: World) -> None:
     if number is None:
         world.remember("sync", SYNC_INPUTS, True)
         return
-    line = world.fetch_one(SYNC_LINE, number=number)
-    if line is None:
+    rowid = _remembered(world, "line-of:" + number, (), lambda: world.fetch_scalar(LINE_OF_NUMBER, number=number))
+    if rowid is None:
         raise ValueError(f"Line with phone number {number} not found")
-    limit = line["data_limit_gb"]
+    kept = world.known_row("lines", rowid)
+    line = dict(zip(_LINE_NAMES, kept)) if kept is not None else world.fetch_one(LINE_BY_ROWID, rid=rowid)
+    assert line is not None
+    limit = _remembered(world, "plan-limit:" + line["plan_id"], ("plans",),
+                        lambda: world.fetch_scalar(PLAN_LIMIT, pid=line["plan_id"]))
     if limit is None:
         raise ValueError(f"Plan with ID {line['plan_id']} not found")
     new = dict(surr)
