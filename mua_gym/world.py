@@ -2,8 +2,8 @@
 
 A domain's data is built once into a :class:`WorldImage`: a serialized in-memory SQLite database with
 triggers that record every row a write touches. A :class:`World` is a live copy of an image that never
-commits: it holds one transaction open from the image's state on, so a reset is SQLite rolling back to a
-savepoint (it restores the pages an episode touched) followed by the few writes that make a task's start.
+commits: it holds one transaction open from the image's state on, so a reset is SQLite rolling that
+transaction back (it restores the pages an episode touched) followed by the few writes that make a task's start.
 
 Because the image knows the hash of every row it started with, and the triggers know which rows changed
 since, ``state_hash`` and ``diff`` cost time in proportion to the rows an episode changed, not to the
@@ -16,9 +16,10 @@ import hashlib
 import itertools
 import json
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection, MetaData, create_engine
@@ -71,6 +72,8 @@ class TableInfo:
     order: int
     #: Where the compared columns sit among every column (None: they are every column).
     compared_positions: tuple[int, ...] | None = None
+    #: Where the columns of REAL affinity sit among every column.
+    real_positions: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, table: Any, order: int = 0) -> "TableInfo":
@@ -97,6 +100,7 @@ class TableInfo:
             every_column=tuple(every),
             order=order,
             compared_positions=None if len(columns) == len(every) else tuple(every.index(c) for c in columns),
+            real_positions=tuple(i for i, c in enumerate(table.columns) if _real_affinity(c.type)),
         )
 
     def update_columns(self, positions: list[int]) -> str:
@@ -113,6 +117,13 @@ class TableInfo:
 
     def key_dict(self, key: Key) -> dict[str, Any]:
         return {self.columns[i]: _json_safe(v) for i, v in zip(self.key_positions, key)}
+
+
+def _real_affinity(kind: Any) -> bool:
+    """Whether SQLite gives a column of this SQL type REAL affinity (its rules, in their order)."""
+    declared = kind.compile(dialect=_DIALECT).upper()
+    return (not any(word in declared for word in ("INT", "CHAR", "CLOB", "TEXT", "BLOB"))
+            and any(word in declared for word in ("REAL", "FLOA", "DOUB")))
 
 
 def _json_safe(value: Any) -> Any:
@@ -222,13 +233,13 @@ class WorldImage:
                 self.tables[table].select_by_key, key).fetchone()
         return found  # type: ignore[return-value]
 
-    def writes(self, delta: "Delta") -> tuple["Writes", "Writes"]:
+    def writes(self, delta: "Delta", keep: bool = True) -> tuple["Writes", "Writes"]:
         """The statements that take this image to ``delta``: (the plain way, the way that cannot collide).
 
         The plain way deletes (children first), updates only the columns that differ, then inserts (parents
         first). It fails only where rows swapped a unique value or a parent; the other way deletes every row the
         delta touches and inserts them again, for a caller that has deferred foreign-key checks. Both are kept
-        per delta object: a task's start is applied at every reset of that task.
+        per delta object (unless ``keep`` is false): a task's start is applied at every reset of that task.
         """
         found = self._writes.get(id(delta))
         if found is not None and found[0] is delta:
@@ -260,9 +271,10 @@ class WorldImage:
 
         plain = ordered(deletes, True) + ordered(updates, False) + ordered(inserts, False)
         safe = ordered(out_again, True) + ordered(in_again, False)
-        if len(self._writes) > 8192:  # deltas made on the fly (snapshots) must not grow this forever
-            self._writes.clear()
-        self._writes[id(delta)] = (delta, plain, safe)
+        if keep:
+            if len(self._writes) > 8192:  # deltas made on the fly (snapshots) must not grow this forever
+                self._writes.clear()
+            self._writes[id(delta)] = (delta, plain, safe)
         return plain, safe
 
 
@@ -361,6 +373,9 @@ _compiled: dict[int, _Compiled] = {}
 
 
 def _compile(stmt: ClauseElement) -> _Compiled:
+    """A Core statement compiled once per statement object. Tools build their statements once (module level,
+    with ``bindparam``): compiling per call, and SQLAlchemy's per-execution machinery, cost ten times more than
+    the query itself on a small in-memory database."""
     found = _compiled.get(id(stmt))
     if found is not None and found.stmt is stmt:
         return found
@@ -379,25 +394,15 @@ def _compile(stmt: ClauseElement) -> _Compiled:
     return found
 
 
-def compile_statement(stmt: ClauseElement) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    """SQL text and parameter order for a Core statement, compiled once per statement object.
-
-    Tools build their statements once (module level, with ``bindparam``) and run them through
-    :meth:`World.fetch_one` and friends: compiling per call, and SQLAlchemy's per-execution machinery,
-    cost ten times more than the query itself on a small in-memory database.
-    """
-    found = _compile(stmt)
-    return found.sql, found.params
-
-
 class World:
     """A live, isolated database for one episode, with the domain's tools bound to it.
 
     Tools read and write with :meth:`fetch_one`, :meth:`fetch_all`, :meth:`fetch_scalar` and
     :meth:`execute` (precompiled Core statements, bound parameters), or through ``conn``, a SQLAlchemy
     connection; every tool call runs in a savepoint either way. The connection holds one transaction open for
-    the world's life (see :meth:`reset`): code that writes around the tools uses savepoints, never COMMIT or
-    ROLLBACK (a world whose transaction was ended anyway notices at its next reset and reloads its image).
+    the world's life (see :meth:`reset`): code that writes around the tools does so in :meth:`savepoint`, never
+    with COMMIT or ROLLBACK (a world whose transaction was ended anyway notices at its next reset and reloads its
+    image).
     """
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
@@ -440,14 +445,18 @@ class World:
         return self._conn
 
     # -- queries -----------------------------------------------------------------------------------
-    def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
+    @staticmethod
+    def _bind(stmt: ClauseElement, params: dict[str, Any]) -> tuple[_Compiled, Any]:
         found = _compiled.get(id(stmt))
         if found is None or found.stmt is not stmt:
             found = _compile(stmt)
         try:
-            values = found.gather({**found.defaults, **params} if found.defaults else params)
+            return found, found.gather({**found.defaults, **params} if found.defaults else params)
         except KeyError as exc:
             raise TypeError(f"missing query parameter {exc.args[0]!r}") from None
+
+    def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
+        found, values = self._bind(stmt, params)
         return self._run(found.sql, values), found
 
     @staticmethod
@@ -481,34 +490,35 @@ class World:
 
     def execute(self, stmt: ClauseElement, **params: Any) -> int:
         """Runs a write statement; returns the number of rows it touched."""
-        cur = self._write(stmt, params)
+        cur, _ = self._write(stmt, params)
         self._seen_changes = self.raw.total_changes
         return cur.rowcount
 
-    def execute_returning(self, stmt: ClauseElement, **params: Any) -> list[tuple[Any, ...]]:
-        """Runs a write statement with a RETURNING clause; returns the rows it returned, as SQLite gives them
-        (all its changes are made before the first row comes back)."""
-        rows = self._write(stmt, params).fetchall()
+    def execute_and_keep(self, stmt: ClauseElement, **params: Any) -> list[Row]:
+        """Runs a write statement whose RETURNING clause gives the rowid, then every column of its table, keeps
+        each row it wrote (see :meth:`remember_row`) and returns them (rowid first)."""
+        cur, found = self._write(stmt, params)
+        rows = cur.fetchall()  # (all its changes are made before the first row comes back)
         self._seen_changes = self.raw.total_changes
+        info = self.image.tables[found.table]  # type: ignore[index]
+        for row in rows:
+            kept = row[1:]
+            # RETURNING hands a REAL column's integral value back as SQLite stored it, an int; a SELECT, a float.
+            if any(type(kept[i]) is int for i in info.real_positions):
+                kept = tuple(float(v) if i in info.real_positions and type(v) is int else v for i, v in enumerate(kept))
+            self.remember_row(info.name, row[0], kept)
         return rows
 
-    def _write(self, stmt: ClauseElement, params: dict[str, Any]) -> sqlite3.Cursor:
-        found = _compiled.get(id(stmt))
-        if found is None or found.stmt is not stmt:
-            found = _compile(stmt)
-        raw = self.raw
-        if raw.total_changes != self._seen_changes:
+    def _write(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
+        found, values = self._bind(stmt, params)
+        if self.raw.total_changes != self._seen_changes:  # (_notice_outside_writes, inline: a hot path)
             self._state_replaced()
         self._serial += 1
         if found.table is not None:
             self._written[found.table] = self._serial
         else:  # a statement we cannot attribute to a table counts as a change to all of them
             self._replaced = self._serial
-        try:
-            values = found.gather({**found.defaults, **params} if found.defaults else params)
-        except KeyError as exc:
-            raise TypeError(f"missing query parameter {exc.args[0]!r}") from None
-        return self._run(found.sql, values)
+        return self._run(found.sql, values), found
 
     def last_write(self, tables: tuple[str, ...]) -> int:
         """A stamp that moves whenever any of ``tables`` may have changed since it was read.
@@ -565,6 +575,21 @@ class World:
         if self.raw.total_changes != self._seen_changes:
             self._state_replaced()
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """For writes made around the tools (``raw``, ``conn``): undone together if the block raises, and then
+        the world forgets what it derived from the content (a ROLLBACK TO of one's own savepoint would leave
+        remembered values and kept rows stale: SQLite's change count does not move back)."""
+        self._run("SAVEPOINT mua_user")
+        try:
+            yield
+        except BaseException:
+            self._run("ROLLBACK TO mua_user")
+            self._run("RELEASE mua_user")
+            self._state_replaced()
+            raise
+        self._run("RELEASE mua_user")
+
     # -- state -------------------------------------------------------------------------------------
     def load(self, data: bytes) -> None:
         """Replaces the whole database with ``data``: bytes of this world's image or of :meth:`serialize`."""
@@ -613,15 +638,8 @@ class World:
         else:
             self._load_base(self.image.data)
         if delta:
-            plain, safe = self.image.writes(delta)
             try:
-                try:
-                    run = self._run
-                    for sql, params in plain:
-                        run(sql, params)
-                except sqlite3.IntegrityError:  # rows swapped unique values or parents: every row out, then in
-                    raw.execute("ROLLBACK TO mua_base")
-                    self._write_deferred(safe)
+                _apply(self._run, self.image.writes(delta), "mua_base")
             except BaseException:
                 raw.execute("ROLLBACK TO mua_base")
                 self._state_replaced()
@@ -642,21 +660,9 @@ class World:
         return True
 
     def _install(self, memory: Memory | None) -> None:
-        if memory:  # (called right after _state_replaced: every table's stamp is that of the replacement)
-            stamp = self._replaced
-            self._memory = {k: (t, stamp, v) for k, (t, v) in memory.items()}
-
-    def _write_deferred(self, writes: Writes) -> None:
-        # Inside a transaction that never commits, deferred foreign keys are never checked by SQLite: check here.
-        raw = self.raw
-        raw.execute("PRAGMA defer_foreign_keys = ON")
-        try:
-            for sql, params in writes:
-                raw.execute(sql, params)
-            if raw.execute("PRAGMA foreign_key_check").fetchone() is not None:
-                raise sqlite3.IntegrityError("FOREIGN KEY constraint failed")
-        finally:
-            raw.execute("PRAGMA defer_foreign_keys = OFF")
+        # (called right after _state_replaced: every table's stamp is that of the replacement; nothing else is valid)
+        stamp = self._replaced
+        self._memory = {k: (t, stamp, v) for k, (t, v) in memory.items()} if memory else {}
 
     def delta(self) -> Delta:
         """This world's state as rows over its image: :meth:`reset` with it brings any world of the image here."""
@@ -681,18 +687,9 @@ class World:
         world's writes are never committed)."""
         copy = _connect(self.image.data)
         try:
-            plain, safe = self.image.writes(self.delta())
-            copy.execute("BEGIN")
-            try:
-                for sql, params in plain:
-                    copy.execute(sql, params)
-            except sqlite3.IntegrityError:
-                copy.execute("ROLLBACK")
-                copy.execute("BEGIN")
-                copy.execute("PRAGMA defer_foreign_keys = ON")
-                for sql, params in safe:
-                    copy.execute(sql, params)
-            copy.execute("COMMIT")
+            copy.execute("SAVEPOINT mua_copy")
+            _apply(copy.execute, self.image.writes(self.delta(), keep=False), "mua_copy")
+            copy.execute("RELEASE mua_copy")
             return copy.serialize()
         finally:
             copy.close()
@@ -717,11 +714,9 @@ class World:
         image, run = self.image, self._run
         out: ChangeSet = {}
         odd: list[tuple[str, Row | None, Row | None]] = []  # rows whose key is new, gone or changed
-        memory = self._memory
         for table, rowid in self._changed_rowids():
             info = image.tables[table]
-            key = _ROW_KEY % (table, rowid)
-            new = self.recall(key) if key in memory else None
+            new = self.known_row(table, rowid)  # a row the domain kept, or read here
             if new is None:
                 new = run(info.select_by_rowid, (rowid,)).fetchone()
             elif info.compared_positions is not None:
@@ -830,6 +825,27 @@ class World:
         if self._conn is not None:
             self._conn.close()
         self.raw.close()
+
+
+def _apply(run: Callable[..., sqlite3.Cursor], writes: tuple[Writes, Writes], savepoint: str) -> None:
+    """Runs a delta's writes (see :meth:`WorldImage.writes`) on a database at its image's state, inside
+    ``savepoint``: the plain way, or, where rows swapped unique values or parents, the way that cannot collide,
+    with foreign keys deferred and checked here (a transaction that never commits never checks them)."""
+    plain, safe = writes
+    try:
+        for sql, params in plain:
+            run(sql, params)
+        return
+    except sqlite3.IntegrityError:
+        run(f"ROLLBACK TO {savepoint}")
+    run("PRAGMA defer_foreign_keys = ON")
+    try:
+        for sql, params in safe:
+            run(sql, params)
+        if run("PRAGMA foreign_key_check").fetchone() is not None:
+            raise sqlite3.IntegrityError("FOREIGN KEY constraint failed")
+    finally:
+        run("PRAGMA defer_foreign_keys = OFF")
 
 
 def _parse_arguments(name: str, arguments: Any) -> dict[str, Any] | ToolResult:

@@ -368,3 +368,23 @@ def test_changes_take_a_kept_row_while_its_table_is_unwritten(mock):
     assert w.changes() == _brute_changes(w, pristine)
     w.close()
     pristine.close()
+
+
+def test_writes_around_the_tools_in_a_savepoint(mock):
+    w, pristine = mock.new_world(), mock.new_world()
+    assert not w.call_tool("update_email", {"customer_id": "C001", "email": "a@x.org"}).error
+    info = w.image.tables["customers"]
+    rid = w.raw.execute("SELECT rowid FROM customers WHERE customer_id = 'C001'").fetchone()[0]
+    with pytest.raises(RuntimeError):
+        with w.savepoint():
+            w.raw.execute("UPDATE customers SET email = 'b@x.org' WHERE customer_id = 'C001'")
+            w.remember_row("customers", rid, w.raw.execute(info.select_full_by_rowid, (rid,)).fetchone())
+            raise RuntimeError("undo")
+    assert w.known_row("customers", rid) is None  # what was kept inside the block is forgotten with it
+    assert w.changes() == _brute_changes(w, pristine)
+    assert w.changes()["customers"][("C001",)][info.columns.index("email")] == "a@x.org"
+    with w.savepoint():
+        w.raw.execute("UPDATE customers SET email = 'c@x.org' WHERE customer_id = 'C001'")
+    assert w.changes() == _brute_changes(w, pristine)
+    w.close()
+    pristine.close()

@@ -31,14 +31,14 @@ from datetime import date, timedelta
 from typing import Any, Callable
 
 from pydantic_core import core_schema
-from sqlalchemy import Float, bindparam, func, insert, literal, literal_column, select, update
+from sqlalchemy import bindparam, func, insert, literal, select, update
 
 from mua_gym.domains.telecom.account_records import (
     ALL_CUSTOMERS, BILL, CUSTOMER, CUSTOMER_BILL_IDS, DEVICE, LINE, PLAN, bill_record, customer_record,
     device_record, line_record, plan_record,
 )
 from mua_gym.domains.telecom.schema import (
-    bill_line_items, bills, customer_bills, customer_lines, customers, lines, plans,
+    ROWID, bill_line_items, bills, customer_bills, customer_lines, customers, lines, plans,
 )
 from mua_gym.stdtools import transfer_to_human_agents
 from mua_gym.tools import ToolError, Toolkit, tool
@@ -79,8 +79,7 @@ SET_LINE_STATUS = (update(lines).where(lines.c.line_id == P("lid"))
 SET_LINE_OVERDUE = (update(lines).where(lines.c.line_id == P("lid"))
                     .values(status="Suspended", suspension_start_date=P("v_since"),
                             contract_end_date=P("v_contract_end")))
-# These return the rows they write (rowid first), kept for the sync and the reward (``_keep``).
-ROWID = literal_column("rowid")
+# These return the rows they write (rowid first), kept for the sync and the reward (World.execute_and_keep).
 SET_ROAMING = (update(lines).where(lines.c.line_id == P("lid")).values(roaming_enabled=P("v_on"))
                .returning(ROWID, *lines.c))
 SET_REFUELING = (update(lines).where(lines.c.line_id == P("lid")).values(data_refueling_gb=P("v_gb"))
@@ -144,7 +143,6 @@ def _bill(world: World, bill_id: str) -> dict[str, Any]:
     return _found(world, BILL, "Bill", bid=bill_id)
 
 
-_LINE_COLUMNS = [c.name for c in lines.columns]
 # The three checks of a customer's line in one statement: does the customer exist, does it list the line, and
 # the line's row (all None where there is no such line).
 TARGET_LINE = (select(select(customers.c.customer_id).where(customers.c.customer_id == P("cid")).exists()
@@ -159,12 +157,8 @@ TARGET_LINE_PRICED = TARGET_LINE.add_columns(
     .scalar_subquery().label("refuel_price"))
 
 
-def _target_line(world: World, customer_id: str, line_id: str) -> dict[str, Any]:
-    """A line of a customer: the customer must exist and list the line."""
-    return _checked_line(world, customer_id, line_id, TARGET_LINE)
-
-
-def _checked_line(world: World, customer_id: str, line_id: str, stmt: Any) -> dict[str, Any]:
+def _target_line(world: World, customer_id: str, line_id: str, stmt: Any = TARGET_LINE) -> dict[str, Any]:
+    """A line of a customer (the row ``stmt`` reads): the customer must exist and list the line."""
     found = world.fetch_one(stmt, cid=customer_id, lid=line_id)
     assert found is not None
     if not found["has_customer"]:
@@ -173,7 +167,7 @@ def _checked_line(world: World, customer_id: str, line_id: str, stmt: Any) -> di
         raise ToolError(f"Line {line_id} not found for customer {customer_id}")
     if found["line_id"] is None:
         raise ToolError(f"Line with ID {line_id} not found")
-    return found if stmt is not TARGET_LINE else {c: found[c] for c in _LINE_COLUMNS}
+    return found
 
 
 _BILL_COLUMNS = [c.name for c in bills.columns]
@@ -205,24 +199,6 @@ ITEM_ON_DRAFT = insert(bill_line_items).from_select(
     .where(_draft.c.bill_id.is_not(None))).returning(ROWID, *bill_line_items.c)
 TOTAL_ON_DRAFT = (update(bills).where(bills.c.bill_id == select(_draft.c.bill_id).scalar_subquery())
                   .values(total_due=bills.c.total_due + P("v_amount")).returning(ROWID, *bills.c))
-
-
-# RETURNING hands a REAL column's integral value back as SQLite stored it (an int), where a SELECT gives a float.
-_REALS = {t.name: tuple(i for i, c in enumerate(t.columns) if isinstance(c.type, Float))
-          for t in (lines, bills, bill_line_items)}
-
-
-def _keep(world: World, table: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Keeps rows a statement returned (rowid, then every column) as their tables' content now, as a SELECT
-    would give them."""
-    reals = _REALS[table]
-    for row in rows:
-        values = list(row[1:])
-        for i in reals:
-            if type(values[i]) is int:
-                values[i] = float(values[i])
-        world.remember_row(table, row[0], tuple(values))
-    return rows
 
 
 def _customer_bills(world: World, customer_id: str) -> list[dict[str, Any]]:
@@ -265,10 +241,9 @@ def _apply_one_time_charge(world: World, customer_id: str, amount: float, descri
 
     The caller has checked that the customer exists."""
     item_type = "Credit" if amount < 0 else "Charge"
-    if _keep(world, "bill_line_items", world.execute_returning(
-            ITEM_ON_DRAFT, cid=customer_id, v_description=description, v_amount=amount, v_date=str(TODAY),
-            v_type=item_type)):
-        _keep(world, "bills", world.execute_returning(TOTAL_ON_DRAFT, cid=customer_id, v_amount=amount))
+    if world.execute_and_keep(ITEM_ON_DRAFT, cid=customer_id, v_description=description, v_amount=amount,
+                              v_date=str(TODAY), v_type=item_type):
+        world.execute_and_keep(TOTAL_ON_DRAFT, cid=customer_id, v_amount=amount)
         return
     draft = world.fetch_one(FIRST_DRAFT, cid=customer_id)  # no draft, or a listed bill is missing
     if draft is not None:
@@ -429,7 +404,7 @@ def enable_roaming(world: World, customer_id: str, line_id: str) -> str:
     line = _target_line(world, customer_id, line_id)
     if line["roaming_enabled"]:
         return "Roaming was already enabled"
-    _keep(world, "lines", world.execute_returning(SET_ROAMING, lid=line_id, v_on=True))
+    world.execute_and_keep(SET_ROAMING, lid=line_id, v_on=True)
     return "Roaming enabled successfully"
 
 
@@ -444,7 +419,7 @@ def disable_roaming(world: World, customer_id: str, line_id: str) -> str:
     line = _target_line(world, customer_id, line_id)
     if not line["roaming_enabled"]:
         return "Roaming was already disabled"
-    _keep(world, "lines", world.execute_returning(SET_ROAMING, lid=line_id, v_on=False))
+    world.execute_and_keep(SET_ROAMING, lid=line_id, v_on=False)
     return "Roaming disabled successfully"
 
 
@@ -458,7 +433,7 @@ def refuel_data(world: World, customer_id: str, line_id: str, gb_amount: Number)
         line_id: The id of the line.
         gb_amount: How much data to add, in GB.
     """
-    line = _checked_line(world, customer_id, line_id, TARGET_LINE_PRICED)  # tau2 parity: status not checked
+    line = _target_line(world, customer_id, line_id, TARGET_LINE_PRICED)  # tau2 parity: status not checked
     if gb_amount <= 0:
         raise ToolError("Refuel amount must be positive")
     price = line["refuel_price"]
@@ -466,7 +441,7 @@ def refuel_data(world: World, customer_id: str, line_id: str, gb_amount: Number)
         raise ToolError(f"Plan with ID {line['plan_id']} not found")
     charge = gb_amount * price
     total = line["data_refueling_gb"] + gb_amount
-    _keep(world, "lines", world.execute_returning(SET_REFUELING, lid=line_id, v_gb=float(total)))
+    world.execute_and_keep(SET_REFUELING, lid=line_id, v_gb=float(total))
     _apply_one_time_charge(world, customer_id, charge, f"Data refueling: {gb_amount} GB at ${price}/GB")
     return {"message": f"Successfully added {gb_amount} GB of data for line {line_id} for ${charge:.2f}",
             "new_data_refueling_gb": str(total), "charge": str(charge)}

@@ -10,7 +10,7 @@ Dates and datetimes are stored as the text tau2 renders them ("2025-02-25", "202
 
 from __future__ import annotations
 
-from sqlalchemy import ForeignKey, MetaData
+from sqlalchemy import ForeignKey, MetaData, literal_column
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -201,6 +201,9 @@ class Surroundings(Base):
     payment_amount_due: Mapped[float | None]
     payment_paid: Mapped[bool | None]
 
+
+# For RETURNING clauses that hand a written row to World.execute_and_keep (rowid first).
+ROWID = literal_column("rowid")
 
 plans = Plan.__table__
 devices = Device.__table__
