@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Boolean, Float, Integer, bindparam, select, update
 
 from mua_gym.domains.telecom.schema import (
     ROWID, bills, customer_bills, customer_lines, customers, lines, phone, phone_apps, plans, surroundings,
@@ -81,32 +81,50 @@ SIGNAL_FACTOR = {"poor": 0.2, "fair": 0.5, "good": 0.8, "excellent": 1.0, "none"
 
 
 # -- rows -----------------------------------------------------------------------------------------------------
-# Nearly every call reads the phone and surroundings rows, and most write the phone row back: the world keeps the
-# row last read or written (``World.remember_row``; a write returns it) and it is served, as a dict, while its
-# table is unwritten since.
-_NAMES = {t.name: tuple(c.name for c in t.columns) for t in (phone, surroundings)}
-
-
+# Nearly every call reads the phone and surroundings rows, and most write the phone row back: the last row read
+# or written is remembered by the world (see ``World.recall``) and served, as a copy, while its table is
+# unwritten since.
 def _kept_row(world: World, table: str) -> Row:
-    kept = world.known_row(table, 1)  # (the one row: its id, which is its rowid, is 1)
-    if kept is not None:
-        return dict(zip(_NAMES[table], kept))
-    row = world.fetch_one(_READS[table])
+    row = world.recall(table)
     if row is None:
-        raise ValueError(f"the world has no {table} row")
-    world.remember_row(table, 1, tuple(row.values()))
-    return row
+        row = world.fetch_one(_READS[table])
+        if row is None:
+            raise ValueError(f"the world has no {table} row")
+        _keep(world, table, row)
+    return dict(row)
 
 
-# (table, changed columns) -> (the UPDATE of those columns, returning the row, and its parameter names)
+def _keep(world: World, table: str, row: Row) -> None:
+    # As a dict for the tools, and as the row itself (every column, in order: the id is the rowid) for the reward.
+    # (Made here, not returned by the UPDATE: RETURNING, and a dict rebuilt from the row at every read, made each
+    # phone action measurably slower.)
+    world.remember(table, (table,), row)
+    world.remember_row(table, row["id"], tuple(row.values()))
+
+
+def _stored(kind: Any, value: Any) -> Any:
+    """``value`` as SQLite hands it back from a column of SQL type ``kind`` (its type affinity)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(kind, Boolean) or (isinstance(kind, Integer) and isinstance(value, float) and value.is_integer()):
+        return int(value)
+    if isinstance(kind, Float) and isinstance(value, int):
+        return float(value)
+    return value
+
+
+# (table, changed columns) -> (the UPDATE of those columns, its parameter names)
 _SAVES: dict[tuple[str, tuple[str, ...]], tuple[Any, tuple[str, ...]]] = {}
+_KINDS = {t.name: {c.name: c.type for c in t.columns} for t in (phone, surroundings)}
+_COLUMNS = {t.name: tuple(c.name for c in t.columns if c.name != "id") for t in (phone, surroundings)}
 
 
 def _save_row(world: World, table: Any, row: Row) -> None:
-    """Writes the columns of ``row`` that differ from the table's row as last read; the world keeps the result."""
+    """Writes the columns of ``row`` that differ from the table's row as last read, and keeps the result."""
     name = table.name
-    old = _kept_row(world, name)
-    changed = tuple([c for c in _NAMES[name] if row[c] != old[c]])
+    old = world.recall(name) or world.fetch_one(_READS[name])
+    assert old is not None
+    changed = tuple([c for c in _COLUMNS[name] if row[c] != old[c]])
     if not changed:
         return
     save = _SAVES.get((name, changed))
@@ -114,9 +132,14 @@ def _save_row(world: World, table: Any, row: Row) -> None:
         if len(_SAVES) > 1024:
             _SAVES.clear()
         save = _SAVES[(name, changed)] = (update(table).where(table.c.id == 1)
-                                          .values({c: P(f"v_{c}") for c in changed}).returning(ROWID, *table.c),
+                                          .values({c: P(f"v_{c}") for c in changed}),
                                           tuple(f"v_{c}" for c in changed))
-    world.execute_and_keep(save[0], **dict(zip(save[1], [row[c] for c in changed])))
+    world.execute(save[0], **dict(zip(save[1], [row[c] for c in changed])))
+    stored = dict(old)
+    kinds = _KINDS[name]
+    for c in changed:
+        stored[c] = _stored(kinds[c], row[c])
+    _keep(world, name, stored)
 
 
 def phone_row(world: World) -> Row:
