@@ -6,6 +6,8 @@ builds one :class:`Domain` from its schema, tools, policy, world builders and ta
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -51,6 +53,9 @@ class Domain:
     setup_tools: Toolkit | None = None
     #: The world and task source an env uses when none is named.
     default_source: str = "generated"
+    #: Its tasks need the user to act with their own tools: an env refuses a user that cannot, and plays the
+    #: scenario user when none is named.
+    dual_control: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():
@@ -130,6 +135,31 @@ class Domain:
         self._tasks[key] = tasks
         return tasks
 
+    def check_source(self, source: str, params: Mapping[str, Any]) -> None:
+        """Checks that ``source`` is a source of this domain and that it takes every key of ``params``.
+
+        Returns nothing; raises ``ValueError`` with a one-line message naming the valid choices. The keys a source
+        takes are the keyword parameters of its task source (they reach it, and the policy function, as given); a
+        task source that takes ``**params`` accepts any key.
+        """
+        sources = sorted(set(self.worlds) | set(self.task_sources))
+        if source not in sources:
+            raise ValueError(f"domain {self.name!r} has no world source {source!r}; choose from {sources}")
+        make = self.task_sources.get(source)
+        accepted, open_ended = _keyword_names(make, skip=2) if make is not None else (set(), False)
+        if open_ended:
+            return
+        for key in params:
+            if key not in accepted:
+                close = difflib.get_close_matches(key, sorted(accepted), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(f"unknown world_params key {key!r} for {self.name} source {source!r}{hint}; "
+                                 f"valid keys: {', '.join(sorted(accepted)) or 'none'}")
+
+    def default_user(self) -> str:
+        """The user simulator an env plays when none is named: one that can act in a dual-control domain."""
+        return "scenario" if self.dual_control else "scripted"
+
     def policy_text(self, source: str = "generated", **params: Any) -> str:
         """The policy for worlds of ``source`` (a callable policy gets ``source`` and the source parameters)."""
         return self.policy(source, **params) if callable(self.policy) else self.policy
@@ -142,3 +172,15 @@ class Domain:
 
     def __repr__(self) -> str:
         return f"Domain({self.name!r}, tools={len(self.tools)}, user_tools={len(self.user_tools or ())})"
+
+
+def _keyword_names(function: Callable[..., Any], skip: int) -> tuple[set[str], bool]:
+    """(the names ``function`` takes as keywords after its first ``skip`` parameters, whether it takes ``**``)."""
+    names: set[str] = set()
+    open_ended = False
+    for index, p in enumerate(inspect.signature(function).parameters.values()):
+        if p.kind is p.VAR_KEYWORD:
+            open_ended = True
+        elif index >= skip and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            names.add(p.name)
+    return names, open_ended

@@ -60,6 +60,16 @@ TERMINATION_REASONS = {
 MAX_USER_TOOL_ROUNDS = 20
 
 
+def _check_user_can_act(domain: Domain, user: UserSimulator, tasks: list[Task] | None) -> None:
+    """Raises ValueError where the tasks need the user to run its own tools and ``user`` cannot."""
+    if user.acts or not domain.dual_control:
+        return
+    if tasks is not None and not any(a.requestor == "user" for t in tasks for a in t.gold_actions):
+        return
+    raise ValueError(f"the {user.name!r} user cannot act, and {domain.name} is dual-control: its tasks need the user "
+                     f"to run their own tools; use user='scenario' or an LLM user ('litellm:<model>')")
+
+
 class AsyncMuaEnv:
     """A multi-turn tool-use episode with a simulated user. See the module docstring for the contract."""
 
@@ -67,7 +77,7 @@ class AsyncMuaEnv:
         self,
         domain: str | Domain = "mock",
         *,
-        user: str | UserSimulator = "scripted",
+        user: str | UserSimulator | None = None,
         user_kwargs: dict[str, Any] | None = None,
         world: str | None = None,
         world_params: dict[str, Any] | None = None,
@@ -83,8 +93,10 @@ class AsyncMuaEnv:
         from mua_gym.registry import get_domain
 
         self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)
-        self.user: UserSimulator = make_user(user, **(user_kwargs or {}))
         world = world or self.domain.default_source
+        self.domain.check_source(world, world_params or {})
+        self.user: UserSimulator = make_user(user or self.domain.default_user(), **(user_kwargs or {}))
+        _check_user_can_act(self.domain, self.user, tasks)
         self.source = world
         self.world_params = dict(world_params or {})
         self.split = split

@@ -60,6 +60,8 @@ class UserSimulator(abc.ABC):
     #: True where ``start`` and ``respond`` never wait on anything (rule-driven simulators): the synchronous
     #: ``MuaEnv`` then runs them without an event loop, which costs more than such a reply itself.
     immediate: ClassVar[bool] = False
+    #: False where the simulator never runs the user's own tools (dual-control domains need a user that does).
+    acts: ClassVar[bool] = True
 
     @abc.abstractmethod
     async def start(self, task: Task, *, seed: int | None = None,

@@ -19,6 +19,7 @@ class ScriptedUser(UserSimulator):
 
     name = "scripted"
     immediate = True
+    acts = False
 
     def __init__(self) -> None:
         self._lines: list[str] = []

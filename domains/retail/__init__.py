@@ -12,6 +12,7 @@ from typing import Any
 
 from mua_gym import tau2
 from mua_gym.domain import Domain
+from mua_gym.domains.retail.taskgen import generated_tasks
 from mua_gym.domains.retail.schema import Base
 from mua_gym.domains.retail.tau2_format import build_tau2, tau2_tasks
 from mua_gym.domains.retail.tools import AGENT_TOOLS
@@ -39,19 +40,13 @@ def _generated_world(conn: Any, **params: Any) -> None:
     build_generated(conn, **params)
 
 
-def _generated_tasks(domain: Domain, split: str, **params: Any) -> list:
-    from mua_gym.domains.retail.taskgen import generated_tasks
-
-    return generated_tasks(domain, split, **params)
-
-
 DOMAIN = Domain(
     name="retail",
     metadata=Base.metadata,
     tools=AGENT_TOOLS,
     policy=policy,
     worlds={"generated": _generated_world, "tau2": build_tau2},
-    task_sources={"generated": _generated_tasks, "tau2": tau2_tasks},
+    task_sources={"generated": generated_tasks, "tau2": tau2_tasks},
     source_tools={"tau2": tau2_toolkit},
     reward_basis=("DB", "COMMUNICATE"),
     description="An online store: users, payment methods, products and their items, orders.",

@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 
 from mua_gym import tau2
 from mua_gym.domain import Domain
+from mua_gym.domains.telecom.taskgen import generated_tasks
 from mua_gym.domains.telecom.account_format import load_account_db
 from mua_gym.domains.telecom.account_tools import ACCOUNT_ASSERTIONS, ACCOUNT_SETUP_TOOLS, AGENT_TOOLS
 from mua_gym.domains.telecom.phone import sync
@@ -57,12 +58,6 @@ def _generated_world(conn: Connection, **params: Any) -> None:
     build_generated(conn, **params)
 
 
-def _generated_tasks(domain: Domain, split: str, **params: Any) -> list:
-    from mua_gym.domains.telecom.taskgen import generated_tasks
-
-    return generated_tasks(domain, split, **params)
-
-
 DOMAIN = Domain(
     name="telecom",
     metadata=Base.metadata,
@@ -71,10 +66,11 @@ DOMAIN = Domain(
     setup_tools=Toolkit.of(*ACCOUNT_SETUP_TOOLS, *PHONE_SETUP_TOOLS),
     policy=policy,
     worlds={"tau2": build_tau2, "generated": _generated_world},
-    task_sources={"tau2": tau2_tasks, "generated": _generated_tasks},
+    task_sources={"tau2": tau2_tasks, "generated": generated_tasks},
     terminal_tools=frozenset(),
     assertions={**ACCOUNT_ASSERTIONS, **PHONE_ASSERTIONS},
     after_tool_call=sync,
     reward_basis=("ENV_ASSERTION",),
+    dual_control=True,
     description="Mobile technical support: a carrier's accounts on one side, the customer's phone on the other.",
 )

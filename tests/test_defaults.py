@@ -1,0 +1,69 @@
+"""Defaults that work: a dual-control domain plays a user that can act, and bad settings fail at ``make``."""
+
+from __future__ import annotations
+
+import pytest
+
+import mua_gym
+from mua_gym.env import AsyncMuaEnv
+from mua_gym.user_sims import ScenarioUser, ScriptedUser
+
+
+def test_telecom_defaults_to_a_user_that_acts_and_the_oracle_scores():
+    env = mua_gym.make("mua/Telecom-v0", split="test")
+    core = env.unwrapped.core
+    assert isinstance(core.user, ScenarioUser) and core.user.acts
+    from tests.episodes import run_oracle
+
+    rewards = [run_oracle(env, task)[0] for task in core.tasks("test")[:5]]
+    assert rewards == [1.0] * 5
+    env.close()
+
+
+def test_single_control_domains_keep_the_scripted_default():
+    for name in ("mock", "retail", "airline"):
+        core = AsyncMuaEnv(name)
+        assert isinstance(core.user, ScriptedUser), name
+
+
+def test_a_user_that_cannot_act_is_refused_for_a_dual_control_domain():
+    with pytest.raises(ValueError, match="cannot act.*dual-control.*scenario"):
+        mua_gym.make("mua/Telecom-v0", user="scripted")
+    with pytest.raises(ValueError, match="cannot act"):
+        AsyncMuaEnv("telecom", user=ScriptedUser())
+
+
+def test_explicit_tasks_without_user_actions_may_use_a_scripted_user():
+    telecom = mua_gym.get_domain("telecom")
+    task = telecom.tasks("test")[0]
+    no_user_gold = task.model_copy(update={"gold_actions": [a for a in task.gold_actions if a.requestor != "user"],
+                                           "script": ["Hi, my phone has no service."]})
+    AsyncMuaEnv("telecom", user="scripted", tasks=[no_user_gold])  # allowed: nothing needs the user to act
+    with pytest.raises(ValueError, match="cannot act"):
+        AsyncMuaEnv("telecom", user="scripted", tasks=[task])
+
+
+@pytest.mark.parametrize("env_id, source, key, hint", [
+    ("mua/Retail-v0", "generated", "cout", "did you mean 'count'"),
+    ("mua/Airline-v0", "generated", "difficulties", "did you mean 'difficulty'"),
+    ("mua/Telecom-v0", "tau2", "subsets", "did you mean 'subset'"),
+    ("mua/Mock-v0", "generated", "count", "valid keys: none"),
+])
+def test_unknown_world_params_fail_at_make_with_the_valid_keys(env_id, source, key, hint):
+    with pytest.raises(ValueError) as caught:
+        mua_gym.make(env_id, world=source, world_params={key: 1})
+    message = str(caught.value)
+    assert "\n" not in message and repr(key) in message and hint in message
+    assert not isinstance(caught.value, TypeError)
+
+
+def test_valid_world_params_are_accepted_and_listed():
+    with pytest.raises(ValueError, match=r"valid keys: count, difficulty, seed, size, verify"):
+        AsyncMuaEnv("retail", world_params={"nope": 1})
+    core = AsyncMuaEnv("retail", world_params={"count": 3, "seed": 1, "difficulty": 1})
+    assert len(core.tasks("test")) == 3
+
+
+def test_an_unknown_world_source_fails_at_make():
+    with pytest.raises(ValueError, match=r"no world source 'tau3'.*\['generated', 'tau2'\]"):
+        mua_gym.make("mua/Retail-v0", world="tau3")
