@@ -3,7 +3,9 @@
 A domain's generator reads its world and proposes :class:`Intent` objects (what the customer says, the gold
 calls, what the agent must tell); :func:`compose_task` turns a user's intents into a :class:`Task`;
 :func:`generate_tasks` draws, composes and verifies until it has enough. A task is kept only if every gold
-call succeeds, replaying its gold actions scores 1.0 and doing nothing scores 0.0.
+call succeeds, replaying its gold actions scores 1.0, doing nothing scores 0.0, and it is fair: an agent that
+knows only the conversation can make every gold call (:mod:`mua_gym.fairness`); an unfair task is dropped and
+counted (:class:`GenerationStats`, on the :class:`TaskList` that :func:`generate_tasks` returns).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from mua_gym.fairness import unfair_values
 from mua_gym.messages import AssistantMessage, ToolCall
 from mua_gym.reward import evaluate, prepare_task
 from mua_gym.task import Action, EvaluationSpec, Task, UserScenario, WorldSpec
@@ -20,7 +23,8 @@ from mua_gym.task import Action, EvaluationSpec, Task, UserScenario, WorldSpec
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
 
-__all__ = ["Intent", "compose_task", "generate_tasks", "split_users", "verify_task"]
+__all__ = ["GenerationStats", "Intent", "TaskList", "check_task", "compose_task", "generate_tasks", "split_users",
+           "verify_task"]
 
 SPLIT_CODES = {"train": 0, "dev": 1, "test": 2}
 #: Categories that change nothing in the world (judged by what the agent says, or by the look-ups it makes).
@@ -78,7 +82,9 @@ def compose_task(*, task_id: str, domain: str, split: str, world: WorldSpec, int
             reason_for_call=requests,
             known_info=auth_text,
             unknown_info=unknown_info,
-            facts={"user_id": user_id, **auth_facts, "intents": [i.facts for i in intents]},
+            # The user knows the facts they authenticate with; a user id they do not give is marked unknown.
+            facts={"user_id": user_id, **auth_facts, "intents": [i.facts for i in intents],
+                   **({} if "user_id" in auth_facts else {"unknown": ["user_id"]})},
             intents=[{"category": i.category, "says": i.says, **i.facts} for i in intents],
         ),
         script=[f"Hi! {auth_text} " + " Also, ".join(i.says for i in intents), "Yes, please go ahead."],
@@ -87,34 +93,71 @@ def compose_task(*, task_id: str, domain: str, split: str, world: WorldSpec, int
     )
 
 
-def verify_task(domain: "Domain", task: Task) -> bool:
-    """Gold calls all succeed, the gold episode scores 1.0 and doing nothing scores 0.0."""
+@dataclass
+class GenerationStats:
+    """How a generation run went: tasks proposed, and why the ones not kept were rejected."""
+
+    proposed: int = 0  # tasks a domain's maker returned (attempts that made none are not counted)
+    failed: int = 0  # a gold call failed, the gold replay scored below 1.0 or doing nothing scored above 0.0
+    unfair: int = 0  # dropped: some gold value is nothing the agent is told (see mua_gym.fairness)
+    #: (the id it would have had, its first unfair values, e.g. ``"get_user_details.user_id='mia_2'"``) per drop.
+    unfair_examples: list[tuple[str, list[str]]] = field(default_factory=list)
+
+
+class TaskList(list):  # type: ignore[type-arg]
+    """The tasks a generator made (a plain list of :class:`Task`) with its :class:`GenerationStats` as ``stats``."""
+
+    stats: GenerationStats
+
+
+def check_task(domain: "Domain", task: Task) -> tuple[str, list[str]] | None:
+    """Why ``task`` must not be kept, or None when it is good.
+
+    Returns ``("failed", [reason])`` when a gold call fails, the gold episode scores below 1.0 or doing nothing
+    scores above 0.0, and ``("unfair", values)`` when the gold calls hold values the agent is never told.
+    """
     with domain.scratch_lock:
         prepared = prepare_task(domain, task)  # leaves the scratch world in the gold state
-        if any(r.error for r in prepared.gold_results):
-            return False
+        failed = next((r.content for r in prepared.gold_results if r.error), None)
+        if failed is not None:
+            return "failed", [f"a gold call failed: {failed}"]
+        unknown = unfair_values(domain, task, prepared.gold_results)
+        if unknown:
+            return "unfair", unknown
         world = domain.scratch_world(prepared.image, task.world.source)
         said = AssistantMessage(content=" ".join(task.evaluation.communicate_info) or "Done.",
                                 tool_calls=[ToolCall.make(f"g{i}", a.name, a.arguments)
                                             for i, a in enumerate(task.gold_actions)])
-        if evaluate(domain, task, world, [said]).reward != 1.0:
-            return False
+        reward = evaluate(domain, task, world, [said]).reward
+        if reward != 1.0:
+            return "failed", [f"the gold episode scores {reward}"]
         world.reset(prepared.start, prepared.start_memory)
-        return evaluate(domain, task, world, []).reward == 0.0
+        reward = evaluate(domain, task, world, []).reward
+        return None if reward == 0.0 else ("failed", [f"doing nothing scores {reward}"])
+
+
+def verify_task(domain: "Domain", task: Task) -> bool:
+    """Whether ``task`` is good: gold calls succeed, gold scores 1.0, doing nothing 0.0, and it is fair."""
+    return check_task(domain, task) is None
 
 
 Maker = Callable[[np.random.Generator, int, int, str], "Task | None"]
 
 
 def generate_tasks(domain: "Domain", split: str, *, n_users: int, count: int, seed: int, difficulty: int | None,
-                   make: Maker, verify: bool = True) -> list[Task]:
-    """``count`` tasks of ``split``; ``make(rng, user_index, level, task_id)`` proposes one (or None)."""
+                   make: Maker, verify: bool = True) -> TaskList:
+    """``count`` tasks of ``split``; ``make(rng, user_index, level, task_id)`` proposes one (or None).
+
+    Each proposal is checked (:func:`check_task`) unless ``verify`` is false; the returned list's ``stats`` count
+    the proposals and the rejected ones.
+    """
     if difficulty is not None and difficulty not in (1, 2, 3):
         raise ValueError("difficulty must be 1, 2 or 3")
     pool = split_users(n_users, seed, split)
     if len(pool) == 0:
         raise ValueError(f"the world has too few users for a {split} split")
-    tasks: list[Task] = []
+    tasks = TaskList()
+    tasks.stats = stats = GenerationStats()
     attempt = 0
     while len(tasks) < count:
         if attempt > 20 * count + 100:
@@ -124,7 +167,17 @@ def generate_tasks(domain: "Domain", split: str, *, n_users: int, count: int, se
         level = difficulty or int(rng.choice([1, 1, 1, 2, 2, 3]))
         user = int(pool[int(rng.integers(len(pool)))])
         task = make(rng, user, level, f"{domain.name}-{split}-{seed}-{len(tasks):05d}")
-        if task is None or (verify and not verify_task(domain, task)):
+        if task is None:
+            continue
+        stats.proposed += 1
+        problem = check_task(domain, task) if verify else None
+        if problem is not None:
+            kind, details = problem
+            if kind == "unfair":
+                stats.unfair += 1
+                stats.unfair_examples.append((task.id, details[:3]))
+            else:
+                stats.failed += 1
             continue
         tasks.append(task)
     return tasks

@@ -1,0 +1,243 @@
+"""Is a task fair: could an agent that knows only the conversation make every gold call?
+
+A task is fair when every leaf value of every gold call's arguments (strings, numbers, list items, nested dict
+values) is *known* at that call. What an agent is told:
+
+- the policy text and the tool schemas (the agent's and, in dual control, the user's);
+- the result of every earlier gold call the agent makes (``requestor="assistant"``);
+- what the scenario user says when asked in plain words: its opening at the least forthcoming disclosure, and its
+  replies to :data:`PLAIN_QUESTIONS` about each request it states (it states the next when asked "anything
+  else?"). The user is asked, not read: :func:`user_disclosures` plays :class:`ScenarioUser` itself.
+
+When a value counts as known (:class:`Knowledge`):
+
+- a string: its lower-cased text is a token of what was told, or (a phrase with spaces or punctuation) occurs in
+  it between non-word characters; empty strings, booleans and ``None`` carry nothing to tell;
+- a number: it was told, or it is a count from 0 to :data:`MAX_COUNT` (passengers, bags: what an agent counts),
+  or it is ``a + b``, ``a - b`` or ``a * b`` of two known numbers (a policy rate times a count, a reservation's
+  bags plus the ones asked for); deeper arithmetic is not credited;
+- an argument that the ACTION reward does not compare (outside a call's ``compare_args``) is the agent's own
+  words (a transfer summary) and needs no source.
+
+The check is static and runs once per generated task (from :func:`mua_gym.taskgen.check_task`). Every lookup is a
+hash probe or a literal search, linear in the text told; a number's derivations are one pass over the known
+numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+from mua_gym.messages import AssistantMessage
+from mua_gym.task import Action, Persona, Task
+
+if TYPE_CHECKING:
+    from mua_gym.domain import Domain
+    from mua_gym.tools import ToolResult
+
+__all__ = ["Knowledge", "MAX_COUNT", "PLAIN_QUESTIONS", "domain_knowledge", "leaf_values", "unfair_values",
+           "user_disclosures"]
+
+#: Small counts an agent forms by counting what it has seen (passengers, bags, items).
+MAX_COUNT = 10
+#: What a fair agent may ask the user, in plain words (the scenario user answers each for every fact it holds).
+PLAIN_QUESTIONS = (
+    "What is your user id?", "What is your email address?", "What is your name and zip code?",
+    "What is your phone number?", "Which order is it about? What is the order id?",
+    "What is the reservation number?", "Which payment method would you like to use?",
+    "What are the passengers' names and dates of birth?",
+)
+#: How a fair agent hears the user's next request.
+NEXT_REQUEST = "Is there anything else I can help you with?"
+
+_TOKEN = re.compile(r"[\w@#.+\-:/]+")
+_EDGE = ".:-/+"
+_WORD = re.compile(r"\w")
+
+
+def _tokens(text: str) -> Iterator[str]:
+    """The lower-case tokens of ``text`` (ids, emails, dates, numbers), stripped of edge punctuation."""
+    for raw in _TOKEN.findall(text.lower()):
+        token = raw.strip(_EDGE)
+        if token:
+            yield token
+        if token != raw and raw:
+            yield raw
+
+
+def _number(token: str) -> float | None:
+    """The number a token spells (``"$100"`` is 100), or None."""
+    token = token.lstrip("$").replace(",", "")
+    if not token or not (token[0].isdigit() or (token[0] == "-" and token[1:2].isdigit())):
+        return None
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _key(x: float) -> float:
+    return round(float(x), 2)
+
+
+class Knowledge:
+    """What an agent has been told, searchable for values; optionally layered on a shared base (policy, schemas)."""
+
+    def __init__(self, base: "Knowledge | None" = None) -> None:
+        self.base = base
+        self.tokens: set[str] = set()
+        self.numbers: set[float] = set()
+        self.texts: list[str] = []
+
+    def learn(self, text: str) -> None:
+        """Adds ``text`` (any message, result or schema) to what is known."""
+        if not text:
+            return
+        self.texts.append(text.lower())
+        for token in _tokens(text):
+            self.tokens.add(token)
+            number = _number(token)
+            if number is not None:
+                self.numbers.add(_key(number))
+
+    def _has_token(self, token: str) -> bool:
+        return token in self.tokens or (self.base is not None and self.base._has_token(token))
+
+    def _has_phrase(self, phrase: str) -> bool:
+        for text in self.texts:
+            start = text.find(phrase)
+            while start >= 0:
+                end = start + len(phrase)
+                before = text[start - 1] if start else " "
+                after = text[end] if end < len(text) else " "
+                if not (_WORD.match(before) and _WORD.match(phrase[0])) and \
+                        not (_WORD.match(after) and _WORD.match(phrase[-1])):
+                    return True
+                start = text.find(phrase, start + 1)
+        return self.base is not None and self.base._has_phrase(phrase)
+
+    def _all_numbers(self) -> set[float]:
+        return self.numbers | self.base._all_numbers() if self.base is not None else self.numbers
+
+    def knows_number(self, x: float) -> bool:
+        """Told, a count up to :data:`MAX_COUNT`, or a sum, difference or product of two known numbers."""
+        target = _key(x)
+        if float(target).is_integer() and 0 <= target <= MAX_COUNT:
+            return True
+        known = self._all_numbers()
+        if target in known:
+            return True
+        counts = set(float(n) for n in range(MAX_COUNT + 1))
+        pool = known | counts
+        for a in pool:
+            if _key(target - a) in pool or _key(a - target) in pool:
+                return True
+            if a not in (0.0, 1.0) and _key(target / a) in pool and abs(_key(target / a) * a - target) < 0.005:
+                return True
+        return False
+
+    def knows(self, value: Any) -> bool:
+        """Whether a leaf value (string, number, bool or None) is known (see the module's rules)."""
+        if value is None or isinstance(value, bool):
+            return True
+        if isinstance(value, (int, float)):
+            return self.knows_number(value)
+        text = str(value).strip().lower()
+        if not text:
+            return True
+        if _TOKEN.fullmatch(text) and text.strip(_EDGE) == text:
+            return self._has_token(text)
+        return self._has_phrase(text)
+
+
+def leaf_values(value: Any) -> Iterator[Any]:
+    """Every leaf of an argument value: strings, numbers, bools and None inside lists and dicts."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from leaf_values(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from leaf_values(item)
+    else:
+        yield value
+
+
+def free_arguments(call: Action) -> frozenset[str]:
+    """The arguments of ``call`` that no reward compares (its ``compare_args`` leave them out): the agent's words."""
+    if call.compare_args is None:
+        return frozenset()
+    return frozenset(call.arguments) - frozenset(call.compare_args)
+
+
+_BASES: dict[tuple[str, str], Knowledge] = {}
+
+
+def domain_knowledge(domain: "Domain", source: str = "generated") -> Knowledge:
+    """The policy and the tool schemas of ``domain`` for ``source`` as shared knowledge (built once)."""
+    key = (domain.name, source)
+    found = _BASES.get(key)
+    if found is None:
+        found = Knowledge()
+        found.learn(domain.policy_text(source))
+        found.learn(json.dumps(domain.toolkit(source).schemas()))
+        if domain.user_tools is not None:
+            found.learn(json.dumps(domain.user_tools.schemas()))
+        _BASES[key] = found
+    return found
+
+
+def _run_now(coro: Any) -> Any:
+    """The value of a coroutine that never suspends (the scenario user's are immediate)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("the scenario user waited on something")
+
+
+def user_disclosures(task: Task) -> list[str]:
+    """What the scenario user says to a fair agent: its opening, then for each request it states its replies to
+    :data:`PLAIN_QUESTIONS`, until it has stated every request. It plays the task's persona at minimal disclosure
+    (nothing volunteered) and unlimited patience, so only plain answers count."""
+    from mua_gym.user_sims.scenario import ScenarioUser
+
+    persona = (task.user_scenario.persona or Persona()).model_copy(update={"disclosure": "minimal",
+                                                                          "patience": 10 ** 6})
+    user = ScenarioUser(persona=persona)
+    said = [_run_now(user.start(task)).content]
+    questions = AssistantMessage(content=" ".join(PLAIN_QUESTIONS))
+    nudge = AssistantMessage(content=NEXT_REQUEST)
+    for _ in range(len(task.user_scenario.intents) + 1):
+        said.append(_run_now(user.respond([questions])).content)
+        reply = _run_now(user.respond([nudge])).content
+        said.append(reply)
+        if "###" in reply:
+            break
+    return said
+
+
+def unfair_values(domain: "Domain", task: Task, results: Sequence["ToolResult"],
+                  disclosures: Iterable[str] | None = None) -> list[str]:
+    """The gold values an agent cannot know, as ``"call.argument=value"`` (empty: the task is fair).
+
+    ``results`` are the gold calls' results in order (``PreparedTask.gold_results``); ``disclosures`` what the
+    user says (default: :func:`user_disclosures`).
+    """
+    known = Knowledge(domain_knowledge(domain, task.world.source))
+    for text in user_disclosures(task) if disclosures is None else disclosures:
+        known.learn(text)
+    missing: list[str] = []
+    for call, result in zip(task.gold_actions, results):
+        free = free_arguments(call)
+        for name, value in call.arguments.items():
+            if name in free:
+                continue
+            for leaf in leaf_values(value):
+                if not known.knows(leaf):
+                    missing.append(f"{call.name}.{name}={leaf!r}")
+        if call.requestor == "assistant":
+            known.learn(result.content)
+    return missing
