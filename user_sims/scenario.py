@@ -2,7 +2,8 @@
 
 It recognises what the agent asks for (identity, order ids, payment methods, confirmation, "anything
 else?", a transfer) and answers from the scenario's facts and intents; it states its next intent when asked
-what else, and stops when its intents are done. The persona sets how much it says up front, how long it
+what else, and stops when its intents are done. The persona sets how much it says up front (never what it
+answers: a plain question about a fact it holds always gets the fact), how long it
 waits before walking away, and how wordy it is. Tasks without structured intents fall back to their
 scripted opening line.
 """
@@ -46,6 +47,21 @@ PHONE_PHRASES: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
 
 def _has(text: str, *patterns: str) -> bool:
     return any(re.search(p, text) for p in patterns)
+
+
+def _prose(text: str) -> str:
+    """``text`` without what lies inside braces (a plan's JSON arguments), in one pass."""
+    if "{" not in text:
+        return text
+    out, depth = [], 0
+    for ch in text:
+        if ch == "{":
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
 
 
 class ScenarioUser(UserSimulator):
@@ -99,6 +115,8 @@ class ScenarioUser(UserSimulator):
             return f"My email is {f['email']}."
         if "first_name" in f:
             return f"I'm {f['first_name']} {f['last_name']}, zip code {f['zip']}."
+        if self._knows_user_id():
+            return f"My user id is {f['user_id']}."
         return ""
 
     def _intent_text(self, index: int) -> str:
@@ -155,6 +173,63 @@ class ScenarioUser(UserSimulator):
                 return UserReply(tool_calls=[ToolCall.make(f"user_{self.agent_turns}_{name}", name, args)])
         return None
 
+    # -- disclosure of facts: a plain question always gets its answer (the persona only sets what is volunteered)
+    def _knows_user_id(self) -> bool:
+        """Whether the user knows their user id (a task may list it among ``facts["unknown"]``)."""
+        return "user_id" in self.facts and "user_id" not in self.facts.get("unknown", ())
+
+    def _stated(self, *keys: str) -> list[Any]:
+        """The distinct values of ``keys`` in the requests stated so far, in order."""
+        out: list[Any] = []
+        for intent in self.intents[:self.stated]:
+            for key in keys:
+                if key in intent and intent[key] not in out:
+                    out.append(intent[key])
+        return out
+
+    def _disclose(self, text: str) -> UserReply | None:
+        """The user's answer to every fact the agent asks for in ``text`` (lower case), or None if it asks none.
+
+        Facts: user id, email, name and zip, phone number, order ids, reservation ids, payment methods, passengers
+        (of the requests stated so far). Only the prose is read: a plan's JSON arguments ask nothing.
+        """
+        prose = _prose(text)
+        if not _has(prose, r"\?", r"\btell me\b", r"\bprovide\b", r"\bgive me\b", r"\bshare\b", r"let me know",
+                    r"\bneed\b"):
+            return None
+        f, parts = self.facts, []
+        identity = self._identity()
+        if _has(prose, r"user ?id"):
+            parts.append(f"My user id is {f['user_id']}." if self._knows_user_id() else
+                         f"I don't know my user id. {identity}")
+        if _has(prose, r"e-?mail") and "email" in f:
+            parts.append(f"My email is {f['email']}.")
+        if _has(prose, r"phone number", r"\bnumber\b", r"\bname\b") and "phone_number" in f:
+            parts.append(identity)
+        if _has(prose, r"\bname\b", r"\bzip\b", r"postal") and "first_name" in f:
+            parts.append(f"I'm {f['first_name']} {f['last_name']}, zip code {f['zip']}.")
+        if not parts and identity and _has(prose, r"verify", r"identif", r"authenticat"):
+            parts.append(identity)
+        orders = self._stated("order_id")
+        if orders and _has(prose, r"order (id|number)", r"which order"):
+            parts.append(f"It's order {' and '.join(orders)}.")
+        reservations = self._stated("reservation_id")
+        if reservations and _has(prose, r"reservation (id|number|code)", r"booking (reference|code)",
+                                 r"which reservation"):
+            parts.append(f"It's reservation {' and '.join(reservations)}.")
+        if _has(prose, r"payment method", r"which card", r"how would you like to pay", r"refund to"):
+            methods = self._stated("payment_method_id", "payment_id")
+            methods += [f"{p[0]} for {p[1]} dollars" for plan in self._stated("payments") for p in plan]
+            if methods:
+                parts.append(f"Please use {' and '.join(methods)}.")
+        if _has(prose, r"passengers?'? names?", r"dates? of birth", r"who (is|are) (travell?ing|flying)"):
+            people = [p for group in self._stated("passengers") for p in group]
+            if people:
+                parts.append("The passengers are " + " and ".join(
+                    f"{p['first_name']} {p['last_name']}, born {p['dob']}" for p in people) + ".")
+        parts = list(dict.fromkeys(p for p in parts if p))
+        return UserReply(content=self._say(" ".join(parts))) if parts else None
+
     def _answer(self, text: str, raw: str = "") -> UserReply:
         if self.tools:
             action = self._phone_action(raw or text, in_words=False)
@@ -164,28 +239,9 @@ class ScenarioUser(UserSimulator):
             return UserReply(content=TRANSFER)
         if _has(text, r"anything else", r"something else", r"else (i|we) can", r"other (questions|requests)"):
             return self._next_or_stop()
-        if _has(text, r"user ?id"):
-            return UserReply(content=self._say("I don't know my user id. " + self._identity()))
-        if _has(text, r"e-?mail") and "email" in self.facts and _has(text, r"\?"):
-            return UserReply(content=self._say(f"It's {self.facts['email']}."))
-        if _has(text, r"phone number", r"\bnumber\b", r"\bname\b") and "phone_number" in self.facts and \
-                _has(text, r"\?"):
-            return UserReply(content=self._say(self._identity()))
-        if _has(text, r"\bname\b", r"zip", r"postal") and "first_name" in self.facts and _has(text, r"\?"):
-            f = self.facts
-            return UserReply(content=self._say(f"{f['first_name']} {f['last_name']}, zip code {f['zip']}."))
-        if _has(text, r"e-?mail", r"\bname\b", r"zip", r"verify", r"identif", r"authenticat") and _has(text, r"\?"):
-            identity = self._identity()
-            if identity:
-                return UserReply(content=self._say(identity))
-        if _has(text, r"order (id|number)", r"which order") and "order_id" in self._current():
-            return UserReply(content=self._say(f"It's order {self._current()['order_id']}."))
-        if _has(text, r"reservation (id|number|code)", r"booking (reference|code)") and \
-                "reservation_id" in self._current():
-            return UserReply(content=self._say(f"It's {self._current()['reservation_id']}."))
-        if _has(text, r"payment method", r"which card", r"how would you like to pay", r"refund to") and \
-                "payment_method_id" in self._current() and _has(text, r"\?"):
-            return UserReply(content=self._say(f"Please use {self._current()['payment_method_id']}."))
+        disclosed = self._disclose(text)
+        if disclosed is not None:
+            return disclosed
         if _has(text, r"shall i", r"should i", r"would you like me to", r"do you want me to", r"proceed", r"confirm",
                 r"go ahead", r"yes/no", r"\(yes", r"is (that|this) (correct|right|ok)", r"sound good"):
             if self._current().get("accept", True):
