@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import numpy as np
 
 from mua_gym.task import Task
 
-__all__ = ["Agent", "LiteLLMAgent", "OracleAgent", "RandomAgent", "make_agent"]
+__all__ = ["Agent", "FairAgent", "LiteLLMAgent", "OracleAgent", "RandomAgent", "make_agent"]
 
 
 class Agent:
@@ -74,6 +75,128 @@ class OracleAgent(Agent):
             told = f" Here is what you asked for: {', '.join(facts)}." if facts else ""
             return {"role": "assistant", "content": f"Thank you for your patience; that is all done.{told}"}
         return {"role": "assistant", "content": "Is there anything else I can help you with today?"}
+
+
+#: How a fair agent asks for an argument it has not seen (by argument name; others by their name in words).
+ARGUMENT_QUESTIONS = {
+    "user_id": "What is your user id?", "email": "What is your email address?",
+    "first_name": "What is your name and zip code?", "last_name": "What is your name and zip code?",
+    "zip": "What is your name and zip code?", "phone_number": "What is your phone number?",
+    "order_id": "Which order is it about? What is the order id?",
+    "reservation_id": "What is the reservation number?",
+    "payment_method_id": "Which payment method would you like to use?",
+    "payment_id": "Which payment method would you like to use?",
+    "payment_methods": "Which payment method would you like to use?",
+    "passengers": "What are the passengers' names and dates of birth?",
+}
+#: What a fair agent writes for an argument no reward compares (a transfer summary): its own words.
+OWN_WORDS = "The customer needs help that my tools cannot give; please take over."
+
+
+class FairAgent(OracleAgent):
+    """Plays the task's gold calls in order, like :class:`OracleAgent`, but uses a value only once it has seen it.
+
+    Of the task it reads the gold calls' names and argument names (its plan), and their values only to check
+    whether each has appeared in the conversation: the policy, the tool schemas, user messages and tool results,
+    matched by the generator's fairness rules (:class:`mua_gym.fairness.Knowledge`). It never reads the scenario's
+    facts. Before a call with unseen values it asks the user for those arguments in plain words
+    (:data:`ARGUMENT_QUESTIONS`); if they are still unseen it asks whether there is anything else (the user then
+    states its next request) and asks again, as often as the task has gold calls. A value never seen is never used:
+    the agent gives up (``gave_up`` lists the values), apologises and only asks whether there is anything else from
+    then on, so the episode fails. Before each write it states that call with its arguments (OracleAgent's plan
+    format) and asks to proceed; it makes the write only if the user says yes. Arguments that no reward compares
+    (outside ``compare_args``) it fills with its own words (:data:`OWN_WORDS`). It ends like OracleAgent, saying
+    the task's communicate strings (which it does not check for having been seen).
+    """
+
+    def reset(self, info: dict[str, Any]) -> None:
+        from mua_gym.fairness import Knowledge, domain_knowledge
+        from mua_gym.registry import get_domain
+
+        super().reset(info)
+        domain = get_domain(self.task.domain)
+        self._tool_kinds = {name: domain.tools[name].kind for name in domain.tools.tools}
+        self.seen = Knowledge(domain_knowledge(domain, self.task.world.source))
+        self.gave_up: list[str] = []
+        self._attempts = 0  # questions and nudges made for the next call
+        self._proposed = False  # the next call (a write) was stated and awaits the user's answer
+        self._done_failing = False
+
+    def _unseen(self, action: Any) -> list[tuple[str, Any]]:
+        """(argument, value) for each leaf of ``action``'s compared arguments that the conversation has not shown."""
+        from mua_gym.fairness import free_arguments, leaf_values
+
+        free = free_arguments(action)
+        return [(name, leaf) for name, value in action.arguments.items() if name not in free
+                for leaf in leaf_values(value) if not self.seen.knows(leaf)]
+
+    def _arguments(self, action: Any) -> dict[str, Any]:
+        """The call's arguments, with the ones no reward compares in the agent's own words."""
+        from mua_gym.fairness import free_arguments
+
+        free = free_arguments(action)
+        return {k: (OWN_WORDS if k in free and isinstance(v, str) else v) for k, v in action.arguments.items()}
+
+    def _is_write(self, action: Any) -> bool:
+        return action.requestor == "assistant" and self._tool_kinds.get(action.name) == "write"
+
+    def _say(self, text: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": text}
+
+    def _learn(self, observation: list[dict[str, Any]]) -> str:
+        """Adds what the observation shows (not the agent's own words) and returns the user's last reply."""
+        reply = ""
+        for message in observation:
+            content = message.get("content")
+            if message.get("role") in ("user", "tool") and isinstance(content, str):  # the policy is in the base
+                self.seen.learn(content)
+                if message.get("role") == "user":
+                    reply = content
+        return reply
+
+    def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
+        from mua_gym.fairness import NEXT_REQUEST
+
+        reply = self._learn(observation)
+        if self._done_failing:
+            return self._say(NEXT_REQUEST)
+        if not self._pending:
+            return super().act(observation)
+        action = self._pending[0]
+        if self._proposed:  # the user answered the plan for this write
+            self._proposed = False
+            if re.match(r"\s*(no\b|nope)", reply.lower()) or "don't do" in reply.lower():
+                self._pending.pop(0)
+                return self._say("Understood, I will not do that.")
+            return self._call(self._pending.pop(0))
+        unseen = self._unseen(action)
+        if unseen:
+            if self._attempts > 2 * len(self.task.gold_actions):
+                self.gave_up = [f"{action.name}.{name}={value!r}" for name, value in unseen]
+                self._done_failing = True
+                return self._say("I'm sorry, I cannot continue without that information.")
+            self._attempts += 1
+            if self._attempts % 2 == 0:
+                return self._say(NEXT_REQUEST)
+            asked = dict.fromkeys(ARGUMENT_QUESTIONS.get(name, f"What is the {name.replace('_', ' ')}?")
+                                  for name, _ in unseen)
+            return self._say(" ".join(asked))
+        self._attempts = 0
+        if self._is_write(action):
+            self._proposed = True
+            return self._say(f"Here is what I will do: {action.name} with {json.dumps(self._arguments(action))}. "
+                             "Shall I proceed?")
+        return self._call(self._pending.pop(0))
+
+    def _call(self, action: Any) -> dict[str, Any]:
+        """The call as a tool call (the assistant's) or as an instruction to the user (a phone action)."""
+        arguments = self._arguments(action)
+        if action.requestor == "user":
+            return self._say(f"Please do this on your phone: {action.name}({json.dumps(arguments)}).")
+        self._step += 1
+        return {"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"fair_{self._step}", "type": "function",
+            "function": {"name": action.name, "arguments": json.dumps(arguments)}}]}
 
 
 class RandomAgent(Agent):
