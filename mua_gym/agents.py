@@ -7,15 +7,17 @@ Every agent has ``reset(info)`` (the info that ``env.reset`` returned) and ``act
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
 
 import numpy as np
 
+from mua_gym.llm_client import AgentModelError, import_litellm, probe
+from mua_gym.redact import Redactor
 from mua_gym.task import Task
 
-__all__ = ["Agent", "FairAgent", "LiteLLMAgent", "OracleAgent", "RandomAgent", "make_agent"]
+__all__ = ["Agent", "AgentError", "FairAgent", "LiteLLMAgent", "OracleAgent", "RandomAgent", "check_agent_spec",
+           "make_agent"]
 
 
 class Agent:
@@ -237,15 +239,21 @@ class RandomAgent(Agent):
         return " ".join(str(w) for w in words)
 
 
+class AgentError(RuntimeError):
+    """The agent's model call failed; the text carries no configured key."""
+
+
 class LiteLLMAgent(Agent):
     """Any chat model that litellm reaches (``model`` plus litellm keywords such as ``api_base``).
 
-    It keeps the conversation, offers the env's tools, and returns the model's message as the action.
+    It keeps the conversation, offers the env's tools, and returns the model's message as the action. A failed
+    call raises :class:`AgentError` with the configured keys redacted; :meth:`check` probes the model once.
     """
 
     def __init__(self, model: str, **litellm_kwargs: Any) -> None:
         self.model = model
         self.kwargs = litellm_kwargs
+        self._redact = Redactor.of(litellm_kwargs)
         self.tools: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.usage: dict[str, int] = {}
@@ -276,32 +284,53 @@ class LiteLLMAgent(Agent):
         self.messages.append(action)
         return action
 
+    def check(self) -> None:
+        """Makes one tiny call to the model; raises :class:`AgentModelError` (one line, naming the fix) if it fails."""
+        probe(self.model, self.kwargs, role="agent", key_hint="api_key=... (--agent-arg api_key=...)",
+              error=AgentModelError)
+
     def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
-        litellm = _litellm()
-        return self._record(litellm.completion(**self._request(observation)))
+        request = self._request(observation)
+        try:
+            response = import_litellm().completion(**request)
+        except Exception as exc:  # the provider's text may echo the key
+            raise self._error(exc) from None
+        return self._record(response)
 
     async def aact(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
-        litellm = _litellm()
-        return self._record(await litellm.acompletion(**self._request(observation)))
+        request = self._request(observation)
+        try:
+            response = await import_litellm().acompletion(**request)
+        except Exception as exc:  # the provider's text may echo the key
+            raise self._error(exc) from None
+        return self._record(response)
+
+    def _error(self, exc: Exception) -> AgentError:
+        return AgentError(f"agent model call failed: {type(exc).__name__}: {self._redact(str(exc))}")
 
 
-def _litellm() -> Any:
-    # litellm fetches a cost map over the network at import unless told not to; it costs seconds to import,
-    # so it is imported only when a model is called.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+def check_agent_spec(spec: str, **kwargs: Any) -> str:
+    """Returns the kind of agent ``spec`` names (``oracle``, ``random``, ``litellm``); raises ``ValueError`` if none.
 
-    return litellm
+    Cheap: no world, task or model is touched, so callers check a spec before building anything.
+    """
+    if spec in ("oracle", "random"):
+        if kwargs:
+            raise ValueError(f"the {spec} agent takes no keywords (got {', '.join(sorted(kwargs))}); "
+                             "agent keywords are for litellm:<model>")
+        return spec
+    if spec.startswith("litellm:") and len(spec) > len("litellm:"):
+        return "litellm"
+    raise ValueError(f"unknown agent {spec!r}: use oracle, random or litellm:<model>")
 
 
 def make_agent(spec: str, task: Task | None = None, seed: int | None = None, **kwargs: Any) -> Agent:
-    """``"oracle"`` (needs the task), ``"random"``, or ``"litellm:<model>"``."""
-    if spec == "oracle":
+    """``"oracle"`` (needs the task), ``"random"``, or ``"litellm:<model>"`` (``kwargs`` go to litellm)."""
+    kind = check_agent_spec(spec, **kwargs)
+    if kind == "oracle":
         if task is None:
             raise ValueError("the oracle agent needs the task")
         return OracleAgent(task)
-    if spec == "random":
+    if kind == "random":
         return RandomAgent(seed)
-    if spec.startswith("litellm:"):
-        return LiteLLMAgent(spec.split(":", 1)[1], **kwargs)
-    raise ValueError(f"unknown agent {spec!r}: use oracle, random or litellm:<model>")
+    return LiteLLMAgent(spec.split(":", 1)[1], **kwargs)

@@ -1,7 +1,8 @@
 """A pluggable judge for NL_ASSERTION: any chat model litellm reaches, one JSON verdict per assertion.
 
 Off unless configured: ``make("mua/Retail-v0", judge="litellm:<model>", judge_kwargs={...})``, or pass any
-async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`).
+async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`). A failing call
+raises :class:`JudgeError` with the configured keys redacted; :meth:`LLMJudge.check` probes the model.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["LLMJudge", "make_judge"]
+from mua_gym.llm_client import JudgeModelError, import_litellm, probe
+from mua_gym.redact import Redactor
+
+__all__ = ["JudgeError", "LLMJudge", "make_judge"]
 
 PROMPT = """\
 You are grading a customer-support conversation. For each numbered statement below, decide whether the
@@ -26,23 +30,33 @@ Answer with one JSON object and nothing else, of the form
 """
 
 
+class JudgeError(RuntimeError):
+    """The judge's model call failed; the text carries no configured key."""
+
+
 class LLMJudge:
     """Asks ``model`` (through litellm) about the NL assertions of a finished episode."""
 
     def __init__(self, model: str, **litellm_kwargs: Any) -> None:
         self.model = model
         self.kwargs = {"temperature": 0, **litellm_kwargs}
+        self._redact = Redactor.of(litellm_kwargs)
+
+    def check(self) -> None:
+        """Makes one tiny call to the model; raises :class:`JudgeModelError` (one line, naming the fix) if it fails."""
+        probe(self.model, self.kwargs, role="judge", key_hint="judge_kwargs={'api_key': ...}", error=JudgeModelError)
 
     async def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> list[bool]:
-        from mua_gym.user_sims.llm import _litellm, parse_json_object
+        from mua_gym.user_sims.llm import parse_json_object
 
         transcript = "\n".join(f"{m['role'].upper()}: {m.get('content') or ''}" for m in messages
                                if m["role"] in ("user", "assistant") and m.get("content"))
         statements = "\n".join(f"{i}. {a}" for i, a in enumerate(assertions, start=1))
-        response = await _litellm().acompletion(
-            model=self.model, messages=[{"role": "user", "content": PROMPT.format(transcript=transcript,
-                                                                                  statements=statements)}],
-            **self.kwargs)
+        prompt = [{"role": "user", "content": PROMPT.format(transcript=transcript, statements=statements)}]
+        try:
+            response = await import_litellm().acompletion(model=self.model, messages=prompt, **self.kwargs)
+        except Exception as exc:  # reported in reward_info["judge_error"]: the provider's text may echo the key
+            raise JudgeError(f"judge model call failed: {type(exc).__name__}: {self._redact(str(exc))}") from None
         data = parse_json_object(response.choices[0].message.content or "")
         verdicts = data.get("verdicts") if isinstance(data, dict) else None
         if not isinstance(verdicts, list) or len(verdicts) != len(assertions):

@@ -8,6 +8,7 @@ pass a :class:`UserSimulator` instance.
 
 from typing import Any
 
+from mua_gym.llm_client import UserModelError
 from mua_gym.user_sims.base import (
     STOP_TOKENS,
     UserReply,
@@ -20,8 +21,9 @@ from mua_gym.user_sims.scenario import ScenarioUser
 from mua_gym.user_sims.scripted import ScriptedUser
 
 __all__ = [
-    "STOP_TOKENS", "LLMUser", "ReplayUser", "ScenarioUser", "ScriptedUser", "UserReply", "UserSimulator",
-    "UserSimulatorError", "UserView", "describe_persona", "make_user", "resolve_persona", "sample_persona",
+    "STOP_TOKENS", "LLMUser", "ReplayUser", "ScenarioUser", "ScriptedUser", "UserModelError", "UserReply",
+    "UserSimulator", "UserSimulatorError", "UserView", "describe_persona", "make_user", "resolve_persona",
+    "sample_persona",
 ]
 
 

@@ -75,5 +75,12 @@ class UserSimulator(abc.ABC):
     async def respond(self, view: UserView) -> UserReply:
         """The user's next reply to the conversation so far."""
 
+    def check(self) -> None:
+        """Checks the simulator's configuration before any episode; returns None or raises a ``ValueError``.
+
+        Model-driven simulators make one probe call here (``make(..., check_models=True)``); rule-driven ones
+        have nothing to check.
+        """
+
     async def aclose(self) -> None:
         """Releases any resources (connections, servers)."""

@@ -6,20 +6,24 @@ agent's tool calls, tool results and reasoning never reach it. In dual-control d
 tools are offered to it as functions, and their results come back to it as tool messages.
 
 Faults never escape as anything but :class:`UserSimulatorError` (which ends the episode truncated with
-``termination_reason="user_error"``): each call has a timeout and is retried with exponential backoff;
-an empty or out-of-role reply is retried once with a correction.
+``termination_reason="user_error"``): each call has a timeout; failures that can heal are retried with
+exponential backoff, those that cannot (bad request, authentication, not found: see
+:func:`mua_gym.llm_client.failure_kind`) end the episode at once; an empty or out-of-role reply is retried once
+with a correction. Error texts never carry the configured keys (:mod:`mua_gym.redact`). :meth:`LLMUser.check`
+makes one probe call and raises a one-line :class:`~mua_gym.llm_client.UserModelError` naming the fix.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from typing import Any
 
+from mua_gym.llm_client import UserModelError, failure_kind, import_litellm, probe, retries_allowed
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.parsing import split_reasoning
+from mua_gym.redact import Redactor, is_secret_name
 from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import UserReply, UserSimulator, UserSimulatorError, UserView
 from mua_gym.user_sims.memo import ResponseMemo
@@ -52,7 +56,6 @@ CORRECTION = ("(Note for the customer role: your last reply was {problem}. Reply
 _AGENT_LIKE = re.compile(
     r"^\s*(assistant\s*:|agent\s*:)|how (can|may) i (help|assist) you|as an ai\b|i'?m an ai\b|i am an ai\b",
     re.IGNORECASE)
-_SECRET_KEY = re.compile(r"key|token|secret|password", re.IGNORECASE)
 
 
 def scenario_text(task: Task, persona: Persona) -> str:
@@ -79,10 +82,16 @@ class LLMUser(UserSimulator):
         self.backoff = backoff
         self.memo = ResponseMemo(memo) if isinstance(memo, str) else memo
         self.kwargs = litellm_kwargs
+        self._redact = Redactor.of(litellm_kwargs)
         self.persona = Persona()
         self._system = ""
         self._tools: list[dict[str, Any]] | None = None
         self._agent_turns = 0
+
+    def check(self) -> None:
+        """Makes one tiny call to the model; raises :class:`UserModelError` (one line, naming the fix) if it fails."""
+        probe(self.model, self.kwargs, role="user", key_hint="user_kwargs={'api_key': ...}", error=UserModelError,
+              timeout=min(self.timeout, 30.0))
 
     async def start(self, task: Task, *, seed: int | None = None,
                     tools: list[dict[str, Any]] | None = None) -> UserReply:
@@ -144,23 +153,11 @@ class LLMUser(UserSimulator):
             request["tools"] = self._tools
         key = None
         if self.memo is not None:
-            key = self.memo.key({k: v for k, v in request.items() if not _SECRET_KEY.search(k)})
+            key = self.memo.key({k: v for k, v in request.items() if not is_secret_name(k)})
             hit = self.memo.get(key)
             if hit is not None:
                 return hit
-        litellm = _litellm()
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
-            try:
-                response = await asyncio.wait_for(litellm.acompletion(timeout=self.timeout, **request), self.timeout)
-                break
-            except Exception as exc:  # rate limits, timeouts, 5xx, broken connections: retried, then reported
-                last = exc
-                if attempt < self.max_retries:
-                    await asyncio.sleep(self.backoff * (2 ** attempt))
-        else:
-            raise UserSimulatorError(f"user model call failed after {self.max_retries + 1} tries: "
-                                     f"{type(last).__name__}: {_redact(str(last))}")
+        response = await self._call_with_retries(request)
         choice = response.choices[0].message
         message = {"content": choice.content,
                    "tool_calls": [{"id": c.id, "type": "function",
@@ -171,6 +168,24 @@ class LLMUser(UserSimulator):
             self.memo.put(key, message)
         return message
 
+    async def _call_with_retries(self, request: dict[str, Any]) -> Any:
+        """litellm's response to ``request``; raises :class:`UserSimulatorError` once retrying cannot help."""
+        litellm = import_litellm()
+        # The retries are ours (they know which failures can heal): the provider client must not add its own.
+        request = {"max_retries": 0, **request, "timeout": self.timeout}
+        attempt = 0
+        while True:
+            try:
+                return await asyncio.wait_for(litellm.acompletion(**request), self.timeout)
+            except Exception as exc:  # classified: permanent ones end the episode now, the rest are retried
+                kind = failure_kind(exc)
+                if attempt >= retries_allowed(kind, self.max_retries):
+                    tries = "(not retried: it cannot heal)" if kind == "permanent" else f"after {attempt + 1} tries"
+                    raise UserSimulatorError(f"user model call failed {tries}: "
+                                             f"{type(exc).__name__}: {self._redact(str(exc))}") from None
+                await asyncio.sleep(self.backoff * (2 ** attempt))
+                attempt += 1
+
 
 def _add_usage(usage: dict[str, float], response: Any) -> None:
     u = getattr(response, "usage", None)
@@ -180,22 +195,6 @@ def _add_usage(usage: dict[str, float], response: Any) -> None:
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     if isinstance(cost, (int, float)):
         usage["cost"] = usage.get("cost", 0.0) + float(cost)
-
-
-def _redact(text: str) -> str:
-    """Error texts from providers can echo credentials; keep them out of logs and trajectories."""
-    text = re.sub(r"(sk|pk|api|key)[-_][A-Za-z0-9_\-]{8,}", "[redacted]", text)
-    for name, value in os.environ.items():
-        if _SECRET_KEY.search(name) and value and len(value) >= 8:
-            text = text.replace(value, "[redacted]")
-    return text
-
-
-def _litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm
 
 
 def parse_json_object(text: str) -> Any:

@@ -1,0 +1,95 @@
+"""Keeping credentials out of error texts, logs and trajectories.
+
+Provider errors can echo the key they were sent, in whatever shape the provider's keys have. So redaction
+replaces, in any text it is given:
+
+- every configured secret: the value of any keyword whose name looks like a credential (``api_key``,
+  ``token``, ``password``, ``Authorization`` ...), at any depth of the user, agent or judge keywords;
+- the value of every environment variable whose name looks like a credential (``OPENAI_API_KEY``,
+  ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ...), read when the text is redacted;
+- strings shaped like keys (``sk-...``, ``Bearer ...``, ``AIza...``) whatever configured them.
+
+Values shorter than :data:`MIN_SECRET_LENGTH` characters are left alone: placeholders such as ``"x"`` or
+``"EMPTY"`` (what local servers are given) would otherwise turn every error into mush, and real provider
+keys are far longer. Redaction runs on error paths only; it costs one pass over the text per secret.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable, Mapping
+
+__all__ = ["MIN_SECRET_LENGTH", "PLACEHOLDER", "Redactor", "is_secret_name", "redact", "secret_values"]
+
+#: Shorter values are placeholders, not secrets (see the module docstring).
+MIN_SECRET_LENGTH = 6
+PLACEHOLDER = "[redacted]"
+
+_SECRET_NAME = re.compile(r"key|token|secret|passw(or)?d|credential|auth", re.IGNORECASE)
+# Key-shaped strings that no configuration announced: OpenAI/Anthropic-style prefixes, bearer tokens, Google keys.
+# Each alternative starts at a non-word boundary and consumes its run greedily, so a scan is linear.
+_KEY_SHAPED = re.compile(
+    r"(?<![A-Za-z0-9])(?:sk|pk|rk|api|key)[-_][A-Za-z0-9_\-]{8,}"
+    r"|(?<![A-Za-z0-9])Bearer\s+[A-Za-z0-9._~+/\-]{8,}=*"
+    r"|(?<![A-Za-z0-9])AIza[A-Za-z0-9_\-]{20,}",
+    re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a keyword or environment variable called ``name`` holds a credential."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_values(*configs: Mapping[str, Any] | None) -> set[str]:
+    """The credential values in keyword dicts (nested dicts and lists included), long enough to redact."""
+    found: set[str] = set()
+    for config in configs:
+        if config:
+            _collect(config, False, found)
+    return found
+
+
+def _collect(value: Any, secret: bool, found: set[str]) -> None:
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            _collect(item, secret or is_secret_name(str(name)), found)
+    elif isinstance(value, (list, tuple, set)):
+        for item in value:
+            _collect(item, secret, found)
+    elif secret and isinstance(value, (str, int)) and not isinstance(value, bool):
+        text = str(value)
+        # "Bearer <token>" and the like: the token alone is the secret too.
+        for part in (text, *text.split()):
+            if len(part) >= MIN_SECRET_LENGTH:
+                found.add(part)
+
+
+def _environment_secrets(environ: Mapping[str, str]) -> set[str]:
+    return {value for name, value in environ.items() if is_secret_name(name) and len(value) >= MIN_SECRET_LENGTH}
+
+
+class Redactor:
+    """Redacts a fixed set of configured secrets, plus the environment's and key-shaped ones, from texts."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets = frozenset(s for s in secrets if len(s) >= MIN_SECRET_LENGTH)
+
+    @classmethod
+    def of(cls, *configs: Mapping[str, Any] | None) -> "Redactor":
+        """A redactor for the secrets in these keyword dicts (see :func:`secret_values`)."""
+        return cls(secret_values(*configs))
+
+    def __call__(self, text: str) -> str:
+        """``text`` with every known secret replaced by :data:`PLACEHOLDER`."""
+        return redact(text, self.secrets)
+
+
+def redact(text: str, secrets: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with ``secrets``, credential environment values and key-shaped strings replaced."""
+    values = set(secrets) | _environment_secrets(os.environ if environ is None else environ)
+    # Longest first, so that a secret containing another is replaced whole.
+    for value in sorted(values, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, PLACEHOLDER)
+    return _KEY_SHAPED.sub(PLACEHOLDER, text)
