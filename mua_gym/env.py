@@ -89,6 +89,7 @@ class AsyncMuaEnv:
         parser: str | Parser = "auto",
         judge: Judge | str | None = None,
         judge_kwargs: dict[str, Any] | None = None,
+        check_models: bool = False,
     ) -> None:
         from mua_gym.registry import get_domain
 
@@ -114,6 +115,10 @@ class AsyncMuaEnv:
 
             judge = make_judge(judge, **(judge_kwargs or {}))
         self.judge = judge
+        if check_models:  # one probe call per model: a misconfigured one fails here, in one line, not mid-run
+            from mua_gym.llm_client import check_models as probe_models
+
+            probe_models(self.user, self.judge)
         self._rng = np.random.default_rng()
         self.world: World | None = None
         self.task: Task | None = None
