@@ -16,6 +16,7 @@ When a value counts as known (:class:`Knowledge`):
 - a number: it was told, or it is a count from 0 to :data:`MAX_COUNT` (passengers, bags: what an agent counts),
   or it is ``a + b``, ``a - b`` or ``a * b`` of two known numbers (a policy rate times a count, a reservation's
   bags plus the ones asked for); deeper arithmetic is not credited;
+- an arithmetic expression (for a calculator tool): every number in it is known;
 - an argument that the ACTION reward does not compare (outside a call's ``compare_args``) is the agent's own
   words (a transfer summary) and needs no source.
 
@@ -55,6 +56,8 @@ NEXT_REQUEST = "Is there anything else I can help you with?"
 _TOKEN = re.compile(r"[\w@#.+\-:/]+")
 _EDGE = ".:-/+"
 _WORD = re.compile(r"\w")
+_EXPRESSION_CHARS = frozenset("0123456789.()+-*/ ")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def _tokens(text: str) -> Iterator[str]:
@@ -122,20 +125,21 @@ class Knowledge:
         return self.numbers | self.base._all_numbers() if self.base is not None else self.numbers
 
     def knows_number(self, x: float) -> bool:
-        """Told, a count up to :data:`MAX_COUNT`, or a sum, difference or product of two known numbers."""
+        """A count up to :data:`MAX_COUNT`, told, the sum or difference of two told numbers, or a told number times
+        a told number or a count."""
         target = _key(x)
-        if float(target).is_integer() and 0 <= target <= MAX_COUNT:
+        if target.is_integer() and 0 <= target <= MAX_COUNT:
             return True
-        known = self._all_numbers()
-        if target in known:
+        told = self._all_numbers()
+        if target in told:
             return True
-        counts = set(float(n) for n in range(MAX_COUNT + 1))
-        pool = known | counts
-        for a in pool:
-            if _key(target - a) in pool or _key(a - target) in pool:
+        for a in told:
+            if _key(target - a) in told or _key(a - target) in told:
                 return True
-            if a not in (0.0, 1.0) and _key(target / a) in pool and abs(_key(target / a) * a - target) < 0.005:
-                return True
+            if a not in (0.0, 1.0):
+                b = _key(target / a)
+                if abs(b * a - target) < 0.005 and (b in told or (b.is_integer() and 0 <= b <= MAX_COUNT)):
+                    return True
         return False
 
     def knows(self, value: Any) -> bool:
@@ -147,9 +151,14 @@ class Knowledge:
         text = str(value).strip().lower()
         if not text:
             return True
-        if _TOKEN.fullmatch(text) and text.strip(_EDGE) == text:
-            return self._has_token(text)
-        return self._has_phrase(text)
+        if self._has_token(text) if _TOKEN.fullmatch(text) and text.strip(_EDGE) == text else self._has_phrase(text):
+            return True
+        return _is_expression(text) and all(self.knows_number(float(n)) for n in _NUMBER.findall(text))
+
+
+def _is_expression(text: str) -> bool:
+    """Whether ``text`` is arithmetic on numbers (digits, operators, parentheses), checked in one pass."""
+    return set(text) <= _EXPRESSION_CHARS and any(op in text for op in "+-*/") and len(_NUMBER.findall(text)) > 1
 
 
 def leaf_values(value: Any) -> Iterator[Any]:
