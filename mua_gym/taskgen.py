@@ -117,6 +117,7 @@ def check_task(domain: "Domain", task: Task) -> tuple[str, list[str]] | None:
     scores above 0.0, and ``("unfair", values)`` when the gold calls hold values the agent is never told.
     """
     with domain.scratch_lock:
+        task._prepared = None  # a cached preparation would not leave the scratch world in the gold state
         prepared = prepare_task(domain, task)  # leaves the scratch world in the gold state
         failed = next((r.content for r in prepared.gold_results if r.error), None)
         if failed is not None:
