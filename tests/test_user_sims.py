@@ -184,7 +184,8 @@ def test_scenario_user_with_oracle_solves_every_generated_test_task():
 
 def test_scenario_user_answers_from_the_scenario():
     retail = mua_gym.get_domain("retail")
-    task = next(t for t in retail.tasks("test") if "email" in t.user_scenario.facts)
+    task = next(t for t in retail.tasks("test") if "email" in t.user_scenario.facts and
+                "order_id" in t.user_scenario.intents[0])
     user = ScenarioUser(persona=Persona(disclosure="minimal"))
     opening = asyncio.run(user.start(task))
     assert task.user_scenario.facts["email"] not in opening.content
@@ -192,7 +193,11 @@ def test_scenario_user_answers_from_the_scenario():
 
     reply = asyncio.run(user.respond([A(content="Could you tell me your email address?")]))
     assert task.user_scenario.facts["email"] in reply.content
-    assert asyncio.run(user.respond([A(content="Shall I proceed with this change?")])).content.startswith("Yes")
+    # A bare "shall I?" states no plan to agree to; a plan that names the order does.
+    assert asyncio.run(user.respond([A(content="Shall I proceed with this change?")])).content.startswith("What")
+    order = task.user_scenario.intents[0]["order_id"]
+    assert asyncio.run(user.respond([A(content=f"I can change order {order} as you asked. Shall I proceed?")]
+                                    )).content.startswith("Yes")
     assert "user id" in asyncio.run(user.respond([A(content="What is your user id?")])).content
     assert asyncio.run(user.respond([A(content="You are being transferred to a human agent.")])).content == \
         "###TRANSFER###"

@@ -6,11 +6,17 @@ what else, and stops when its intents are done. The persona sets how much it say
 answers: a plain question about a fact it holds always gets the fact), how long it
 waits before walking away, and how wordy it is. Tasks without structured intents fall back to their
 scripted opening line.
+
+It cannot be gamed by talk alone: it says "yes" only to a plan that names a change and something of a request it
+has stated (an id of it, the data amount asked for, its customer or line); a bare "shall I proceed?" gets "What
+exactly will you do?". On its phone (dual control) it does only what it is asked to do, as
+:mod:`mua_gym.user_sims.phone_requests` reads the request: asked to check, it runs the read tool and reports;
+asked to switch a setting, it leaves one that already is as asked; it never volunteers a fix. It reads at most
+:data:`READ_LIMIT` characters of a message, and every matcher is linear in what it reads.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -18,31 +24,20 @@ from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage
 from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import STOP, TRANSFER, UserReply, UserSimulator, UserView
 from mua_gym.user_sims.persona import PersonaMode, resolve_persona
+from mua_gym.user_sims.phone_requests import PhoneRequest, named_request, request_in_words, switch_state
 
 __all__ = ["ScenarioUser"]
 
-#: Words that make an agent's message a request for the user to do something.
-REQUEST_WORDS = (r"please", r"could you", r"can you", r"would you", r"\btry\b", r"\bgo to\b", r"\bturn\b",
-                 r"\btoggle\b", r"\btap\b", r"\bopen\b", r"\bcheck\b", r"\brun\b", r"\bgrant\b", r"\ballow\b")
-#: How an agent asks in words for a phone action: (patterns that must all match, user tool, arguments).
-PHONE_PHRASES: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
-    ((r"airplane|flight mode",), "toggle_airplane_mode", {}),
-    ((r"re-?seat|re-?insert|take out.*sim|sim.*(out|again)",), "reseat_sim_card", {}),
-    ((r"data saver",), "toggle_data_saver_mode", {}),
-    ((r"roaming",), "toggle_roaming", {}),
-    ((r"(network|preferred) mode|4g/5g|5g preferred",), "set_network_mode_preference", {"mode": "4g_5g_preferred"}),
-    ((r"reset.*apn|apn.*reset",), "reset_apn_settings", {}),
-    ((r"restart|reboot|turn.*(off and on|on and off)",), "reboot_device", {}),
-    ((r"wi-?fi calling",), "toggle_wifi_calling", {}),
-    ((r"permission", r"sms"), "grant_app_permission", {"app_name": "messaging", "permission": "sms"}),
-    ((r"permission", r"storage"), "grant_app_permission", {"app_name": "messaging", "permission": "storage"}),
-    ((r"vpn",), "disconnect_vpn", {}),
-    ((r"\bpay\b|payment",), "make_payment", {}),
-    ((r"mobile data|cellular data|turn (on|off) (your )?data",), "toggle_data", {}),
-    ((r"speed test",), "run_speed_test", {}),
-    ((r"status bar",), "check_status_bar", {}),
-    ((r"\bmms\b|picture message",), "can_send_mms", {}),
-]
+#: How much of one agent message the customer reads (a person does not read a megabyte): it bounds every matcher.
+READ_LIMIT = 16_000
+#: Verbs of a plan to change something (the start of a word: "cancel_pending_order", "cancelling").
+_PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|upgrade|downgrade|refund|add|remove|"
+                        r"pay|send|resume|enable|disable|refuel|top up|suspend|reactivate|restore|place|order|"
+                        r"replace|switch|issue|make|apply)")
+#: Tokens of a request's own words; those with a digit (an order number, a phone number) are what a plan names.
+_TOKEN = re.compile(r"[#\w-]+")
+#: Intent fields that are prose or bookkeeping, not things a plan names.
+_NOT_ANCHORS = frozenset({"category", "says", "faults", "accept"})
 
 
 def _has(text: str, *patterns: str) -> bool:
@@ -64,6 +59,24 @@ def _prose(text: str) -> str:
     return "".join(out)
 
 
+def _strings(values: list[Any]) -> list[str]:
+    """The strings in ``values`` and in the lists inside them (one level of nesting is what intents hold)."""
+    out: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out += [v for v in value if isinstance(v, str)]
+            out += [w for v in value if isinstance(v, (list, tuple)) for w in v if isinstance(w, str)]
+    return out
+
+
+def _ids(text: str) -> tuple[str, ...]:
+    """The distinct id-like tokens of ``text`` (with a digit, three characters or more), lower case, in order."""
+    return tuple(dict.fromkeys(t.lower().strip("-") for t in _TOKEN.findall(text)
+                               if len(t) >= 3 and any(c.isdigit() for c in t)))
+
+
 class ScenarioUser(UserSimulator):
     name = "scenario"
     immediate = True
@@ -78,6 +91,9 @@ class ScenarioUser(UserSimulator):
         self.agent_turns = 0
         self.tools: frozenset[str] = frozenset()  # the user's own tools (dual control)
         self._tools_from: list[dict[str, Any]] | None = None  # the schemas they were read from (the same each reset)
+        self._pending: PhoneRequest | None = None  # an on/off request waiting for its read's result
+        # (requests stated when made, their plan anchors): made on first use (see _plan_anchors)
+        self._anchors: tuple[int, list[tuple[dict[str, Any], tuple[str, ...]]]] | None = None
 
     # -- protocol ----------------------------------------------------------------------------------
     async def start(self, task: Task, *, seed: int | None = None,
@@ -87,6 +103,7 @@ class ScenarioUser(UserSimulator):
         self.facts = dict(task.user_scenario.facts)
         self.intents = [dict(i) for i in task.user_scenario.intents]
         self.agent_turns = 0
+        self._pending, self._anchors = None, None
         if tools is not self._tools_from:
             self._tools_from, self.tools = tools, frozenset(t["function"]["name"] for t in tools or [])
         if not self.intents:  # no structure: say what the task's script opens with
@@ -98,12 +115,13 @@ class ScenarioUser(UserSimulator):
 
     async def respond(self, view: UserView) -> UserReply:
         last = view[-1] if view else None
-        if isinstance(last, ToolMessage):  # the result of a phone action the agent asked for
-            return UserReply(content=self._say(f"Done. It says: {last.content[:200]}"))
+        if isinstance(last, ToolMessage):  # the result of a phone action or check the agent asked for
+            return self._after_phone_tools(view)
         text = (last.content or "") if isinstance(last, AssistantMessage) else ""
         self.agent_turns += 1
         if self.agent_turns > self.persona.patience:
             return UserReply(content="This is taking too long; I'll try another time. " + STOP, walked_away=True)
+        text = text[:READ_LIMIT]
         return self._answer(text.lower(), text)
 
     # -- what to say -------------------------------------------------------------------------------
@@ -149,29 +167,84 @@ class ScenarioUser(UserSimulator):
             return UserReply(content=self._say(f"One more thing: {self._intent_text(self.stated - 1)}"))
         return UserReply(content=STOP)
 
+    # -- the phone (dual control): act only when asked to do that very thing ------------------------------------
     def _phone_action(self, raw: str, in_words: bool) -> UserReply | None:
-        """The user tool the agent asks for, named outright (``toggle_data`` / ``set_x({...})``) or in words."""
-        for name in sorted(self.tools, key=len, reverse=True):
-            at = raw.find(name)
-            if at < 0:
-                continue
-            args: Any = {}
-            rest = raw[at + len(name):].lstrip()
-            if rest.startswith("("):
-                body = rest[1:rest.find(")")] if ")" in rest else rest[1:]
-                try:
-                    args = json.loads(body) if body.strip() else {}
-                except json.JSONDecodeError:
-                    args = {}
-            return UserReply(tool_calls=[ToolCall.make(f"user_{self.agent_turns}_{name}", name,
-                                                       args if isinstance(args, dict) else {})])
-        text = raw.lower()
-        if not in_words or not _has(text, *REQUEST_WORDS):
+        """What the user does on its phone for the agent's message ``raw``, or None if it asks nothing of it.
+
+        ``in_words=False``: only a user tool named outright (``toggle_data``, ``set_x({...})``); otherwise a request
+        in words (see :mod:`mua_gym.user_sims.phone_requests`): a check runs the read tool, an action its tool, an
+        on/off set reads the setting first.
+        """
+        request = named_request(raw, self.tools) if not in_words else request_in_words(raw.lower(), self.tools)
+        if request is None:
             return None
-        for patterns, name, args in PHONE_PHRASES:
-            if name in self.tools and all(re.search(p, text) for p in patterns):
-                return UserReply(tool_calls=[ToolCall.make(f"user_{self.agent_turns}_{name}", name, args)])
-        return None
+        if request.kind == "ask":
+            return UserReply(content=self._say(request.reply))
+        if request.kind == "set":
+            self._pending = request
+        return self._run(request.calls)
+
+    def _run(self, calls: tuple[tuple[str, dict[str, Any]], ...]) -> UserReply:
+        return UserReply(tool_calls=[ToolCall.make(f"user_{self.agent_turns}_{i}_{name}", name, args)
+                                     for i, (name, args) in enumerate(calls)])
+
+    def _after_phone_tools(self, view: UserView) -> UserReply:
+        """The user's word on the phone tools it just ran: a pending on/off set goes on, or it reports them."""
+        results: list[ToolMessage] = []
+        for message in reversed(view):
+            if not isinstance(message, ToolMessage):
+                break
+            results.append(message)
+        results.reverse()
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.setting is not None and pending.setting.toggle:
+            state = switch_state(pending.setting, results[-1].content)
+            if pending.cycle:
+                return self._run(((pending.setting.toggle, {}), (pending.setting.toggle, {})))
+            if state is not None and state == pending.want:
+                return UserReply(content=self._say(f"It's already {'on' if state else 'off'}, so I left it as it is. "
+                                                   f"It shows: {results[-1].content}"))
+            if state is not None:
+                return self._run(((pending.setting.toggle, {}),))
+        said = " ".join(r.content for r in results)
+        return UserReply(content=self._say(f"Done. It says: {said[:600]}"))
+
+    # -- confirmation: only of a plan actually stated ------------------------------------------------------------
+    def _plan(self, text: str) -> dict[str, Any] | None:
+        """The stated request whose plan ``text`` (lower case) states, or None if it states none.
+
+        A plan names a change (a verb: cancel, book, refuel, ...) and something of that request: an id from its
+        fields or its own words (order, reservation, item, payment method, phone number), the data amount asked
+        for, or the customer's or line's id.
+        """
+        if _PLAN_VERB.search(text) is None:
+            return None
+        anchors = self._plan_anchors()
+        for intent, own in anchors:
+            if any(a in text for a in own):
+                return intent
+        shared = [str(self.facts[k]).lower() for k in ("customer_id", "line_id", "user_id", "phone_number")
+                  if self.facts.get(k)]
+        return (anchors[-1][0] if anchors else {}) if any(a in text for a in shared) else None
+
+    def _plan_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+        """(request, the lower-case ids a plan for it may name) for each request stated so far; made once for each
+        number of requests stated."""
+        if self._anchors is None or self._anchors[0] != self.stated:
+            self._anchors = (self.stated, [])
+            intents = self.intents[:max(self.stated, 1)]
+            if not intents and self.task is not None:  # no structure: the ids of the opening line
+                scenario = self.task.user_scenario
+                opening = " ".join(filter(None, [self.task.script[0] if self.task.script else "",
+                                                 scenario.reason_for_call, scenario.instructions]))
+                self._anchors[1].append(({}, _ids(opening)))
+            for intent in intents:
+                values = [v for k, v in intent.items() if k not in _NOT_ANCHORS]
+                own = _ids(" ".join(_strings(values)) + " " + str(intent.get("says", "")))
+                if isinstance(intent.get("refuel_gb"), (int, float)):
+                    own += (f"{intent['refuel_gb']:g} gb",)
+                self._anchors[1].append((intent, own))
+        return self._anchors[1]
 
     # -- disclosure of facts: a plain question always gets its answer (the persona only sets what is volunteered)
     def _knows_user_id(self) -> bool:
@@ -242,15 +315,18 @@ class ScenarioUser(UserSimulator):
         disclosed = self._disclose(text)
         if disclosed is not None:
             return disclosed
-        if _has(text, r"shall i", r"should i", r"would you like me to", r"do you want me to", r"proceed", r"confirm",
-                r"go ahead", r"yes/no", r"\(yes", r"is (that|this) (correct|right|ok)", r"sound good"):
-            if self._current().get("accept", True):
-                return UserReply(content=self._say("Yes, please go ahead."))
-            return UserReply(content=self._say("No, please don't do that."))
-        if self.tools:
+        if self.tools:  # before confirmations: "please go ahead and turn off airplane mode" asks for an action
             action = self._phone_action(raw or text, in_words=True)
             if action is not None:
                 return action
+        if _has(text, r"shall i", r"should i", r"would you like me to", r"do you want me to", r"proceed", r"confirm",
+                r"go ahead", r"yes/no", r"\(yes", r"is (that|this) (correct|right|ok)", r"sound good"):
+            planned = self._plan(text)
+            if planned is None:  # a bare "shall I proceed?" states no plan to agree to
+                return UserReply(content=self._say("What exactly will you do? Please tell me the details first."))
+            if planned.get("accept", True):
+                return UserReply(content=self._say("Yes, please go ahead."))
+            return UserReply(content=self._say("No, please don't do that."))
         if _has(text, r"\?$", r"\?\s*$"):
             return UserReply(content=self._say("I'm not sure; I've told you what I know."))
         if self.stated < len(self.intents):
