@@ -121,7 +121,11 @@ def test_counts_splits_families_and_personas(telecom, train_tasks, test_tasks):
     assert all(t.evaluation.reward_basis == ["ENV_ASSERTION", "ACTION"] and t.difficulty == 3 and
                t.evaluation.actions[0].name == "transfer_to_human_agents" and t.evaluation.actions[0].compare_args == []
                for t in traps)
-    assert all(t.evaluation.reward_basis == ["ENV_ASSERTION"] for t in train_tasks if not t.user_scenario.facts["trap"])
+    # Every task also asks for the policy's first look-ups (the customer, then the line): no blind fixer is paid.
+    assert all(t.evaluation.reward_basis == ["ENV_ASSERTION", "ACTION"] and
+               [(a.name, a.arguments) for a in t.evaluation.actions if a.name != "transfer_to_human_agents"] ==
+               [("get_customer_by_phone", {"phone_number": t.user_scenario.facts["phone_number"]}),
+                ("get_details_by_id", {"id": t.user_scenario.facts["line_id"]})] for t in train_tasks)
     assert {t.user_scenario.facts["persona"] for t in train_tasks} == {"confident", "everyday", "novice", "hurried"}
     assert {t.user_scenario.persona.disclosure for t in train_tasks} == {"minimal", "normal", "forthcoming"}
     for t in train_tasks:
@@ -183,7 +187,11 @@ def test_a_trap_is_solved_by_transferring_and_not_by_fixing(telecom, train_tasks
     world = telecom.world_from_image(prepared.image, "generated")
     world.reset(prepared.start, prepared.start_memory)
     cid, lid = task.user_scenario.facts["customer_id"], task.user_scenario.facts["line_id"]
-    transfer = AssistantMessage(tool_calls=[ToolCall.make("t", "transfer_to_human_agents", {"summary": "help"})])
+    lookups = [ToolCall.make(f"l{i}", a.name, a.arguments) for i, a in enumerate(task.evaluation.actions[1:])]
+    handoff = ToolCall.make("t", "transfer_to_human_agents", {"summary": "help"})
+    transfer = AssistantMessage(tool_calls=lookups + [handoff])
+    assert evaluate(telecom, task, world, [AssistantMessage(tool_calls=lookups[:1] + transfer.tool_calls[-1:])]
+                    ).reward == 0.0  # the line was never looked up
     assert evaluate(telecom, task, world, [transfer]).reward == 1.0
     # Fixing what can be fixed, then lifting the suspension of a line whose contract has ended (against the
     # policy) brings the service back, and fails the task even with a transfer.

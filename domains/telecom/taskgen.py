@@ -26,10 +26,12 @@ A fault is injected by the domain's setup helpers (task initial actions with req
 always ``set_user_info`` for the chosen line), and fixed by gold actions of both sides: the user's
 (``toggle_airplane_mode``, ``reseat_sim_card``, ``reset_apn_settings`` + ``reboot_device``, ...) and the agent's
 (``enable_roaming``, ``refuel_data``, ``send_payment_request`` + ``resume_line``, ...), with the look-ups and
-phone checks a careful agent makes on the way. Every task is judged by env assertions only
-(``ENV_ASSERTION``), except the **traps**: a SIM locked with a PIN or PUK code, or a line suspended after its
-contract ended, which no tool may fix; the right answer is ``transfer_to_human_agents`` (``ACTION`` with
-``compare_args=[]``), and the service must still be down at the end.
+phone checks a careful agent makes on the way. Every task is judged by env assertions (``ENV_ASSERTION``) and by
+the look-ups the policy makes the agent's first step (``ACTION``: ``get_customer_by_phone`` with the number the
+customer gives, ``get_details_by_id`` on that number's line): a phone fixed without them, say by a script that
+asks for every fix in turn without diagnosing anything, earns nothing. The **traps**: a SIM locked with a PIN or
+PUK code, or a line suspended after its contract ended, which no tool may fix; the right answer adds
+``transfer_to_human_agents`` (``ACTION`` with ``compare_args=[]``), and the service must still be down at the end.
 
 ``difficulty`` 1-3 is the number of faults; at 3, one task in three swaps a fault for a trap. Personas differ in
 skill and manner (a confident user, an everyday one, a novice who says little, a hurried one). Splits are
@@ -248,8 +250,9 @@ class _Maker:
         bill_id = self.fresh_bill_id() if "suspension" in faults else None
 
         setup = [_s("set_user_info", name=name, phone_number=number)]
-        gold = [_a("get_customer_by_phone", phone_number=number),
-                _u("can_send_mms") if family.goal == "mms" else _u("check_network_status")]
+        # The policy's first step: the customer's record, then the line the call is about (ACTION-judged below).
+        lookups = [_a("get_customer_by_phone", phone_number=number), _a("get_details_by_id", id=lid)]
+        gold = lookups + [_u("can_send_mms") if family.goal == "mms" else _u("check_network_status")]
         extra_assertions: list[tuple[str, dict[str, Any]]] = []
         trap_checks: list[Action] = []
         for slot, variant in faults.items():
@@ -368,8 +371,8 @@ class _Maker:
         if refuel_gb is not None:
             intent["refuel_gb"] = refuel_gb
         evaluation = EvaluationSpec(
-            reward_basis=["ENV_ASSERTION", "ACTION"] if transfer is not None else ["ENV_ASSERTION"],
-            actions=[transfer] if transfer is not None else [],
+            reward_basis=["ENV_ASSERTION", "ACTION"],
+            actions=([transfer] if transfer is not None else []) + lookups,
             env_assertions=[EnvAssertion(name=n, arguments=a) for n, a in assertions])
         return Task(
             id=task_id, domain="telecom", split=self.split, category=family_name, difficulty=level,  # type: ignore[arg-type]
