@@ -63,7 +63,7 @@ TASKS = [
           ["DB"]),
     _task("refuse-cancel-shipped", "dev", "refusal",
           "Hi, I'm Dina (dina@example.com). Cancel my order O1006 right now please.",
-          [_who("dina@example.com"), _a("get_order", order_id="O1006")], ["DB"],
+          [_who("dina@example.com"), _a("get_order", order_id="O1006")], ["DB", "ACTION"],
           reply="Oh. Fine, I'll wait for it then."),
     _task("stock-question", "dev", "information",
           "Hello, I'm Chen (chen@example.com). How many burr grinders (P03) do you have in stock, and at what price?",
@@ -89,7 +89,7 @@ TASKS = [
           communicate=["41.25"], reply="Perfect, thanks."),
     _task("refuse-out-of-stock", "test", "refusal",
           "Hi, Chen (chen@example.com). Please order me one travel mug (P05), by card.",
-          [_who("chen@example.com"), _a("list_products")], ["DB"], reply="Too bad. Thanks anyway."),
+          [_who("chen@example.com"), _a("list_products")], ["DB", "ACTION"], reply="Too bad. Thanks anyway."),
 ]
 
 
