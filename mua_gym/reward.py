@@ -12,12 +12,12 @@ first pays only for comparing the rows it changed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Protocol, Sequence
 
 from pydantic import BaseModel
 
+from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage
 from mua_gym.task import Action, Task
 from mua_gym.tools import ToolResult
@@ -146,8 +146,8 @@ def _calls(messages: Sequence[Any]) -> list[tuple[str, str, dict[str, Any]]]:
     for m in messages:
         for tc in getattr(m, "tool_calls", None) or []:
             try:
-                args = json.loads(tc.function.arguments or "{}")
-            except (json.JSONDecodeError, RecursionError):
+                args = loads(tc.function.arguments or "{}")
+            except JSONError:  # what the world refused to read matches no expected action
                 continue
             if isinstance(args, dict):
                 out.append(("assistant" if isinstance(m, AssistantMessage) else "user", tc.function.name, args))

@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from mua_gym.jsonsafe import clean_text
+
 ToolKind = Literal["read", "write", "generic"]
 
 __all__ = ["Tool", "ToolError", "ToolKind", "ToolResult", "Toolkit", "tool"]
@@ -45,7 +47,8 @@ class ToolResult(BaseModel):
 
     @classmethod
     def failure(cls, message: str) -> "ToolResult":
-        return cls(content=f"Error: {message}", error=True)
+        """An error result: ``Error: <message>``, lone surrogates (echoed agent text) made U+FFFD."""
+        return cls(content=clean_text(f"Error: {message}"), error=True)
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,8 @@ def make_tool(function: Callable[..., Any], *, kind: ToolKind, name: str | None 
         fields[p.name] = (hints[p.name], Field(default, description=arg_docs.get(p.name)))
     model = create_model(  # type: ignore[call-overload]
         f"{tool_name}_arguments",
-        __config__=ConfigDict(extra="forbid", strict=strict),
+        # NaN and infinities are no JSON numbers and no amounts: refused in every float field.
+        __config__=ConfigDict(extra="forbid", strict=strict, allow_inf_nan=False),
         **fields,
     )
     parameters = model.model_json_schema()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.sql import ClauseElement
 
+from mua_gym.jsonsafe import JSONError, clean_text, dumps, loads
 from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit
 
 if TYPE_CHECKING:
@@ -788,7 +788,8 @@ class World:
         if found is None:
             if isinstance(name, str) and name in others:
                 return ToolResult.failure(f"tool '{name}' is not available to {who}")
-            return ToolResult.failure(f"unknown tool '{name}'")
+            shown = name[:200] + ("..." if len(name) > 200 else "") if isinstance(name, str) else type(name).__name__
+            return ToolResult.failure(f"unknown tool '{shown}'")
         args = _parse_arguments(name, arguments)
         if isinstance(args, ToolResult):
             return args
@@ -855,8 +856,8 @@ def _parse_arguments(name: str, arguments: Any) -> dict[str, Any] | ToolResult:
         if not arguments.strip():
             return {}
         try:
-            arguments = json.loads(arguments)
-        except (json.JSONDecodeError, RecursionError) as exc:
+            arguments = loads(arguments)
+        except JSONError as exc:
             return ToolResult.failure(f"malformed JSON arguments for {name}: {exc}")
     if not isinstance(arguments, dict):
         return ToolResult.failure(f"arguments for {name} must be a JSON object, not {type(arguments).__name__}")
@@ -864,9 +865,13 @@ def _parse_arguments(name: str, arguments: Any) -> dict[str, Any] | ToolResult:
 
 
 def render_result(value: Any) -> str:
-    """The text of a tool message for a tool's return value."""
+    """The text of a tool message for a tool's return value (writable as UTF-8); raises :class:`JSONError`
+    for a value that JSON cannot carry, which the caller turns into an error with the call undone."""
     if isinstance(value, str):
-        return value
+        return clean_text(value)
     if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return json.dumps(value)
+        try:
+            return value.model_dump_json()
+        except ValueError as exc:  # pydantic refuses lone surrogates and values it cannot write
+            raise JSONError(f"the tool's result cannot be written as JSON: {exc}") from None
+    return dumps(value)

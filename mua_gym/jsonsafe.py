@@ -1,0 +1,102 @@
+"""JSON and text from an agent, read and written without surprises.
+
+Everything the env decodes or encodes on an agent's behalf goes through here, so that every way JSON can fail
+(broken syntax, nesting too deep for the parser, an integer literal past Python's int-from-str limit, NaN and
+infinities, which are not JSON values, circular or unencodable objects) comes back as one :class:`JSONError`
+whose message says in plain words what was wrong. :func:`clean_text` makes a string writable as UTF-8 (lone
+surrogates become U+FFFD) where text enters an episode's record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, NoReturn
+
+__all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "loads", "loads_shape"]
+
+#: Longer integer literals are refused: Python cannot turn them into ints (sys.get_int_max_str_digits).
+MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+
+
+class JSONError(ValueError):
+    """JSON that cannot be read or written; the message says why, without Python internals.
+
+    ``well_formed`` is True where the text is valid JSON syntax and only a value in it is refused.
+    """
+
+    def __init__(self, message: str, well_formed: bool = False) -> None:
+        super().__init__(message)
+        self.well_formed = well_formed
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise JSONError(f"{name} is not a JSON number", well_formed=True)
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        raise JSONError(f"integer too long (more than {MAX_INT_DIGITS} digits)", well_formed=True)
+    return int(literal)
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):  # 1e999 reads as infinity
+        raise JSONError(f"number {literal[:40]} is out of range", well_formed=True)
+    return value
+
+
+def loads(text: str) -> Any:
+    """The value of a JSON text; raises :class:`JSONError` for anything that is not plain, finite JSON."""
+    try:
+        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise JSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise JSONError("nested too deeply") from None
+
+
+def loads_shape(text: str) -> Any:
+    """The structure of a JSON text whose numbers :func:`loads` may refuse (every number reads as 0), to tell
+    what it was meant to be; raises :class:`JSONError` where the syntax itself is broken."""
+    try:
+        return json.loads(text, parse_int=_zero, parse_float=_zero, parse_constant=_zero)
+    except json.JSONDecodeError as exc:
+        raise JSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise JSONError("nested too deeply") from None
+
+
+def _zero(literal: str) -> int:
+    return 0
+
+
+def dumps(value: Any) -> str:
+    """The JSON text of ``value`` (NaN and infinities written as their JavaScript names, as ``json`` does, so
+    that the reader refuses them with a clear message); raises :class:`JSONError` for what cannot be written."""
+    try:
+        return json.dumps(value)
+    except RecursionError:
+        raise JSONError("nested too deeply") from None
+    except ValueError as exc:
+        message = str(exc)
+        if "Circular reference" in message:
+            raise JSONError("a circular reference") from None
+        if "integer string conversion" in message:
+            raise JSONError(f"integer too long (more than {MAX_INT_DIGITS} digits)") from None
+        raise JSONError(message) from None
+    except TypeError as exc:  # sets, bytes, objects, non-string keys ...
+        raise JSONError(str(exc)) from None
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (surrogate pairs joined), so that it encodes as UTF-8."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
