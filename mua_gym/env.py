@@ -31,7 +31,10 @@ from pydantic import ValidationError
 
 from mua_gym.domain import Domain
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage, to_openai
-from mua_gym.parsing import MALFORMED, ActionError, Parser, get_parser, to_assistant_message
+from mua_gym.jsonsafe import clean_text
+from mua_gym.parsing import (
+    MALFORMED, ActionError, Parser, clean_call, get_parser, malformed_reason, to_assistant_message,
+)
 from mua_gym.reward import Judge, RewardInfo, evaluate, judge_nl_assertions, needs_judge, prepare_task
 from mua_gym.task import Task
 from mua_gym.tools import ToolResult
@@ -190,7 +193,7 @@ class AsyncMuaEnv:
         try:
             reply = await self.user.start(task, seed=user_seed, tools=self._user_tool_schemas)
             self._add_usage(reply)
-            opening = UserMessage(content=reply.content)
+            opening = UserMessage(content=clean_text(reply.content))
             self._entries.append((opening, False, True))
             self._user_view.append(opening)
             observation.append(to_openai(opening))
@@ -260,8 +263,8 @@ class AsyncMuaEnv:
             self._tool_calls += 1
             if call.function.name == MALFORMED:
                 result = ToolResult.failure(
-                    "malformed tool call; expected a JSON object with 'name' and 'arguments', got: "
-                    + call.function.arguments[:300])
+                    f"malformed tool call ({malformed_reason(call.function.arguments)}); expected a JSON object "
+                    "with 'name' and 'arguments', got: " + call.function.arguments[:300])
             else:
                 result = self.world.call_tool(call.function.name, call.function.arguments, "assistant")
             if result.error:
@@ -287,14 +290,14 @@ class AsyncMuaEnv:
                 self._run_user_tools(reply)
             else:
                 raise RuntimeError(f"the user made tool calls for {MAX_USER_TOOL_ROUNDS} rounds without replying")
+            said = UserMessage(content=clean_text(reply.content))  # a reply that is no text fails the simulator
         except Exception as exc:  # a failing simulator ends the episode, never the batch
             self._finish_truncated("user_error")
             self._pending_error = f"{type(exc).__name__}: {exc}"
             return []
-        said = UserMessage(content=reply.content)
         self._user_view.append(said)
         self._entries.append((said, False, True))
-        token = next((t for t in STOP_TOKENS if t in reply.content), None)
+        token = next((t for t in STOP_TOKENS if t in said.content), None)
         if reply.walked_away:
             self._terminated, self._done, self._reason = True, True, "user_walked_away"
         elif token is not None:
@@ -303,10 +306,10 @@ class AsyncMuaEnv:
 
     def _run_user_tools(self, reply: UserReply) -> None:
         assert self.world is not None
-        acting = UserMessage(content=reply.content, tool_calls=reply.tool_calls)
+        acting = UserMessage(content=clean_text(reply.content), tool_calls=[clean_call(c) for c in reply.tool_calls])
         self._user_view.append(acting)
         self._entries.append((acting, False, False))
-        for call in reply.tool_calls:
+        for call in acting.tool_calls or []:
             self._user_tool_calls += 1
             result = self.world.call_tool(call.function.name, call.function.arguments, "user")
             done = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
