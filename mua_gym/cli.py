@@ -2,75 +2,118 @@
 
     mua-gym run --env mua/Mock-v0 --agent oracle --user scripted --episodes 3
     mua-gym list
+
+Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 2 for bad arguments or a
+misconfigured model (one line on stderr, no traceback). Nothing printed carries a configured key.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TextIO
 
-__all__ = ["main"]
+__all__ = ["UsageError", "main"]
 
 
-def _key_values(items: Sequence[str]) -> dict[str, Any]:
+class UsageError(Exception):
+    """A bad command-line argument or model configuration: printed on one line, exit status 2."""
+
+
+def _key_values(items: Sequence[str], option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` items as a dict (values parsed as JSON where they are JSON); raises UsageError otherwise."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"expected KEY=VALUE, got {item!r}")
+        if not sep or not key.strip():
+            raise UsageError(f"{option} expects KEY=VALUE, got {item!r}")
         try:
-            out[key] = json.loads(value)
+            out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
-            out[key] = value
+            out[key.strip()] = value
     return out
 
 
+def _one_line(exc: BaseException) -> str:
+    # A KeyError's str() is the repr of its key; its message is what the caller wrote.
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return re.sub(r"\s+", " ", text).strip() or type(exc).__name__
+
+
+def _printer(redact: Callable[[str], str]) -> Callable[..., None]:
+    """``print`` for this run: every text it writes is redacted first."""
+    def say(text: str, file: TextIO | None = None) -> None:
+        print(redact(text), file=file or sys.stdout)
+
+    return say
+
+
 def _run(args: argparse.Namespace) -> int:
+    user_kwargs = _key_values(args.user_arg, "--user-arg")
+    judge_kwargs = _key_values(args.judge_arg, "--judge-arg")
+    agent_kwargs = _key_values(args.agent_arg, "--agent-arg")
+    env_extra = _key_values(args.env_arg, "--env-arg")
+    if args.episodes < 1:
+        raise UsageError(f"--episodes must be at least 1, got {args.episodes}")
+
+    import gymnasium
+
     import mua_gym
-    from mua_gym.agents import make_agent
+    from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
+    from mua_gym.redact import Redactor
+
+    redact = Redactor.of(user_kwargs, judge_kwargs, agent_kwargs, env_extra)
+    say = _printer(redact)
+    try:  # the agent is checked before any world or task set is built: those take seconds for big domains
+        check_agent_spec(args.agent, **agent_kwargs)
+        probe = make_agent(args.agent, **agent_kwargs) if args.agent.startswith("litellm:") else None
+        if isinstance(probe, LiteLLMAgent) and args.check:
+            probe.check()
+    except ValueError as exc:
+        raise UsageError(redact(_one_line(exc))) from None
 
     env_kwargs: dict[str, Any] = {"user": args.user, "split": args.split, "world": args.world,
-                                  "max_turns": args.max_turns}
-    if args.user_arg:
-        env_kwargs["user_kwargs"] = _key_values(args.user_arg)
+                                  "max_turns": args.max_turns, "check_models": args.check}
+    if user_kwargs:
+        env_kwargs["user_kwargs"] = user_kwargs
     if args.judge:
         env_kwargs["judge"] = args.judge
-        env_kwargs["judge_kwargs"] = _key_values(args.judge_arg)
-    env_kwargs.update(_key_values(args.env_arg))
-    env = mua_gym.make(args.env, **env_kwargs)
+        env_kwargs["judge_kwargs"] = judge_kwargs
+    env_kwargs.update(env_extra)
+    try:
+        env = mua_gym.make(args.env, **env_kwargs)
+    except (ValueError, KeyError, TypeError, gymnasium.error.Error) as exc:
+        hint = " (mua-gym list shows the envs)" if isinstance(exc, gymnasium.error.Error) else ""
+        raise UsageError(redact(_one_line(exc)) + hint) from None
     core = env.unwrapped.core
-    agent_kwargs = _key_values(args.agent_arg)
     out = open(args.jsonl, "w", encoding="utf-8") if args.jsonl else None
     rewards: list[float] = []
+    failed = 0
     started = time.perf_counter()
     try:
         for episode in range(args.episodes):
             seed = args.seed + episode
             options = {"task_id": args.task} if args.task else None
-            observation, info = env.reset(seed=seed, options=options)
+            try:
+                observation, info = env.reset(seed=seed, options=options)
+            except (KeyError, ValueError) as exc:  # an unknown --task, an empty split
+                raise UsageError(redact(_one_line(exc))) from None
             agent = make_agent(args.agent, task=core.task, seed=seed, **agent_kwargs)
-            agent.reset(info)
-            done = False
-            reward = 0.0
-            while not done:
-                try:
-                    action = agent.act(observation)
-                except Exception as exc:  # an agent that fails ends its episode, not the run
-                    print(f"agent error: {type(exc).__name__}: {exc}", file=sys.stderr)
-                    break
-                observation, reward, terminated, truncated, info = env.step(action)
-                done = terminated or truncated
+            reward, agent_failed, info = _play(env, agent, observation, info, say)
             trajectory = env.unwrapped.trajectory()
-            rewards.append(float(reward))
+            user_failed = trajectory.termination_reason == "user_error"
+            if user_failed:
+                say(f"user error: {info.get('user_error') or 'the user simulator failed'}", sys.stderr)
+            failed += agent_failed or user_failed
+            rewards.append(reward)
             if not args.quiet:
-                print(trajectory.render_text())
-                print()
+                say(trajectory.render_text() + "\n")
             else:
-                print(f"episode {episode}: task {trajectory.task_id} reward {reward:.2f} "
-                      f"({trajectory.termination_reason}, {trajectory.turns} turns)")
+                say(f"episode {episode}: task {trajectory.task_id} reward {reward:.2f} "
+                    f"({'agent_error' if agent_failed else trajectory.termination_reason}, {trajectory.turns} turns)")
             if out:
                 out.write(trajectory.to_json_line() + "\n")
     finally:
@@ -79,8 +122,25 @@ def _run(args: argparse.Namespace) -> int:
             out.close()
     elapsed = time.perf_counter() - started
     mean = sum(rewards) / len(rewards) if rewards else 0.0
-    print(f"{len(rewards)} episodes, mean reward {mean:.3f}, {len(rewards) / elapsed:.1f} episodes/s")
-    return 0
+    errors = f"; {failed} ended on an agent or user error" if failed else ""
+    say(f"{len(rewards)} episodes, mean reward {mean:.3f}, {len(rewards) / elapsed:.1f} episodes/s{errors}")
+    return 1 if failed else 0
+
+
+def _play(env: Any, agent: Any, observation: Any, info: dict[str, Any], say: Callable[..., None]
+          ) -> tuple[float, bool, dict[str, Any]]:
+    """Plays one episode to its end; returns its reward, whether the agent failed (it then stops early), last info."""
+    agent.reset(info)
+    reward = 0.0
+    while True:
+        try:
+            action = agent.act(observation)
+        except Exception as exc:  # an agent that fails ends its episode, not the run
+            say(f"agent error: {type(exc).__name__}: {_one_line(exc)}", sys.stderr)
+            return float(reward), True, info
+        observation, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return float(reward), False, info
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -92,14 +152,14 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line; returns the exit status (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="mua-gym", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="play episodes and print transcripts and rewards")
     run.add_argument("--env", default="mua/Mock-v0")
     run.add_argument("--agent", default="oracle", help="oracle, random, or litellm:<model>")
-    run.add_argument("--user", default=None,
-                     help="scripted, scenario, or litellm:<model> (default: the domain's; scenario where the user acts)")
+    run.add_argument("--user", default="scripted", help="scripted, scenario, or litellm:<model>")
     run.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE",
                      help="keyword for the user simulator, e.g. api_base=http://127.0.0.1:8000/v1")
     run.add_argument("--judge", help="litellm:<model> to judge NL assertions (off by default)")
@@ -115,11 +175,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--jsonl", help="write each trajectory as one JSON line to this file")
     run.add_argument("--quiet", action="store_true", help="one line per episode instead of transcripts")
+    run.add_argument("--no-check", dest="check", action="store_false",
+                     help="skip the probe call that checks each LLM user, judge and agent before the run")
     run.set_defaults(handler=_run)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
     args = parser.parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"mua-gym: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
 import json
+import os
 import subprocess
 import sys
+import time
+
+import pytest
 
 from mua_gym.cli import main
+
+from error_llm_server import error_llm_server
 
 
 def test_cli_runs_oracle_episodes(capsys, tmp_path):
@@ -28,3 +34,78 @@ def test_console_script_is_installed():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "mean reward 1.000" in result.stdout
+
+
+# -- exit statuses, one-line errors, secrets ---------------------------------------------------------------------
+KEY = "AbC123xyzQQQ"  # no known key shape: only the configuration says it is a secret
+
+
+@pytest.fixture(scope="module")
+def api_base():
+    with error_llm_server() as base:
+        yield base
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--agent", "bogus"], "unknown agent 'bogus': use oracle, random or litellm:<model>"),
+    (["--agent", "oracle", "--agent-arg", "api_key=1"], "the oracle agent takes no keywords (got api_key)"),
+    (["--user-arg", "novalue"], "--user-arg expects KEY=VALUE, got 'novalue'"),
+    (["--env", "mua/Nope-v0"], "Environment `Nope` doesn't exist"),
+    (["--user", "telepathy"], "unknown user simulator 'telepathy'"),
+    (["--task", "no-such-task"], "no task 'no-such-task'"),
+    (["--env-arg", 'world_params={"no_such_param": 1}'], "no_such_param"),
+    (["--episodes", "0"], "--episodes must be at least 1"),
+])
+def test_bad_arguments_exit_2_with_one_line(capsys, argv, message):
+    assert main(["run", "--quiet", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("mua-gym: error: ") and message in captured.err
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err and captured.out == ""
+
+
+def test_a_bad_agent_fails_before_any_world_is_built(capsys):
+    start = time.perf_counter()
+    assert main(["run", "--env", "mua/Retail-v0", "--agent", "litellm:", "--episodes", "3"]) == 2
+    assert time.perf_counter() - start < 0.5  # building retail's worlds and 2,000 tasks takes seconds
+    assert "unknown agent 'litellm:'" in capsys.readouterr().err
+
+
+def test_user_errors_exit_1_and_print_no_key(capsys, api_base, tmp_path):
+    out = tmp_path / "runs.jsonl"
+    argv = ["run", "--user", "litellm:openai/badkey", "--user-arg", f"api_base={api_base}", "--user-arg",
+            f"api_key={KEY}", "--episodes", "2", "--quiet", "--jsonl", str(out)]
+    assert main([*argv, "--no-check"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("user error: UserSimulatorError: user model call failed (not retried") == 2
+    assert "2 episodes, mean reward 0.000" in captured.out and "2 ended on an agent or user error" in captured.out
+    assert KEY not in captured.out + captured.err + out.read_text() and "[redacted]" in captured.err
+    # With the probe (the default) the misconfiguration is caught before any episode, in one line.
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ("mua-gym: error: user model: authentication failed for openai/badkey: set "
+                            "OPENAI_API_KEY or pass user_kwargs={'api_key': ...}\n") and captured.out == ""
+
+
+def test_agent_errors_exit_1_and_print_no_key(capsys, api_base):
+    argv = ["run", "--agent", "litellm:openai/badkey", "--agent-arg", f"api_base={api_base}", "--agent-arg",
+            f"api_key={KEY}", "--quiet"]
+    assert main([*argv, "--no-check"]) == 1
+    captured = capsys.readouterr()
+    assert "agent error: AgentError: agent model call failed: AuthenticationError" in captured.err
+    assert "(agent_error, " in captured.out and KEY not in captured.out + captured.err
+    assert main(argv) == 2
+    assert "mua-gym: error: agent model: authentication failed for openai/badkey" in capsys.readouterr().err
+
+
+def test_console_script_exit_status_and_environment_key_redaction(api_base):
+    env = dict(os.environ, OPENAI_API_KEY=KEY)  # the key comes from the environment, as litellm reads it
+    result = subprocess.run([sys.executable, "-m", "mua_gym.cli", "run", "--user", "litellm:openai/badkey",
+                             "--user-arg", f"api_base={api_base}", "--no-check", "--quiet"],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 1, result.stderr
+    assert "user error:" in result.stderr and "Traceback" not in result.stderr and "Give Feedback" not in result.stdout
+    assert KEY not in result.stdout + result.stderr
+    bad = subprocess.run([sys.executable, "-m", "mua_gym.cli", "run", "--agent", "nope"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr == "mua-gym: error: unknown agent 'nope': use oracle, random or " \
+                                                 "litellm:<model>\n"
