@@ -33,6 +33,7 @@ def test_blind_scripts_earn_nothing_on_the_test_split(domain, user, script):
     for task in tasks:
         reward, terminated, truncated, info = run(env, task, BLIND_AGENTS[script]())
         assert info["tool_calls"] == 0  # blind: it never called a tool
+        assert info["termination_reason"] != "user_error", info.get("user_error")  # the user understood every line
         total += reward
         if reward > 0:
             paid.append(task.id)

@@ -241,6 +241,8 @@ def _switch(setting: Setting, clause: str, sentence: str) -> PhoneRequest:
 
 
 def _action(setting: Setting, clause: str, sentence: str) -> PhoneRequest:
+    if setting.action is None:  # a read-only setting (the status bar, a speed test): any request is a check
+        return PhoneRequest("check", ((setting.read, {}),))  # type: ignore[arg-type]
     verbs = _VERBS.get(setting.key)
     asked = verbs is None or verbs.search(clause) is not None
     if setting.key == "permission":

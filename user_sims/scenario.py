@@ -32,12 +32,12 @@ __all__ = ["ScenarioUser"]
 READ_LIMIT = 16_000
 #: Verbs of a plan to change something (the start of a word: "cancel_pending_order", "cancelling").
 _PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|upgrade|downgrade|refund|add|remove|"
-                        r"pay|send|resume|enable|disable|refuel|top up|suspend|reactivate|restore|place|order|"
-                        r"replace|switch|issue|make|apply)")
+                        r"pay|send|resume|enable|disable|refuel|top up|suspend|reactivate|restore|place|replace|"
+                        r"switch|issue|apply)")
 #: Tokens of a request's own words; those with a digit (an order number, a phone number) are what a plan names.
 _TOKEN = re.compile(r"[#\w-]+")
 #: Intent fields that are prose or bookkeeping, not things a plan names.
-_NOT_ANCHORS = frozenset({"category", "says", "faults", "accept"})
+_NOT_ANCHORS = frozenset({"category", "says", "faults", "accept", "plan_terms"})
 
 
 def _has(text: str, *patterns: str) -> bool:
@@ -243,6 +243,7 @@ class ScenarioUser(UserSimulator):
                 own = _ids(" ".join(_strings(values)) + " " + str(intent.get("says", "")))
                 if isinstance(intent.get("refuel_gb"), (int, float)):
                     own += (f"{intent['refuel_gb']:g} gb",)
+                own += tuple(str(t).lower() for t in intent.get("plan_terms", ()))  # what its plan names, if given
                 self._anchors[1].append((intent, own))
         return self._anchors[1]
 

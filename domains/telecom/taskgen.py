@@ -122,6 +122,9 @@ FAMILIES: dict[str, Family] = {
     )),
 }
 FAMILY_NAMES = tuple(FAMILIES)
+#: Words that name the agent's account fix of a fault slot in a plan it asks the customer to agree to.
+PLAN_TERMS = {"roaming": ("roaming",), "usage": ("refuel", "top up", "gb of data"),
+              "suspension": ("payment request", "bill", "resume")}
 COUNTRIES = ("Portugal", "Japan", "Canada", "Morocco", "Norway", "Chile", "Vietnam", "Greece", "Mexico", "Kenya")
 REFUEL_AMOUNTS = (1.0, 1.5, 2.0)
 PERSONAS: dict[str, dict[str, Any]] = {
@@ -368,6 +371,10 @@ class _Maker:
             "to a human agent, accept that. When your problem is solved, thank the agent and end the call.")
         faults_text = "|".join(f"{s}:{v}" for s, v in faults.items())
         intent = {"category": family_name, "says": says, "faults": faults_text}
+        # What a plan for an account fix names, so the scenario user can tell a stated plan from a bare "shall I?".
+        terms = _plan_terms(faults)
+        if terms:
+            intent["plan_terms"] = terms
         if refuel_gb is not None:
             intent["refuel_gb"] = refuel_gb
         evaluation = EvaluationSpec(
@@ -413,6 +420,13 @@ def _without_repeated_reads(gold: list[Action]) -> list[Action]:
         seen.add(key)
         out.append(action)
     return out
+
+
+def _plan_terms(faults: dict[str, str]) -> list[str]:
+    """The words a plan names for the account fixes of ``faults`` (slot -> variant): see :data:`PLAN_TERMS`."""
+    fixed_on_account = {"roaming": ("line_off", "both_off"), "usage": ("exceeded",), "suspension": ("overdue",)}
+    return [term for slot, variants in fixed_on_account.items() if faults.get(slot) in variants
+            for term in PLAN_TERMS[slot]]
 
 
 def _gb(amount: float | None) -> str:

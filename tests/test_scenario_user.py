@@ -1,0 +1,169 @@
+"""The scenario user cannot be gamed: on the phone it does only what it is asked to do (a check changes nothing, an
+on/off set leaves a setting that already is as asked), it agrees only to a plan actually stated, it never raises
+on what an agent sends, and it answers any text in linear time."""
+
+import asyncio
+import time
+
+import pytest
+
+import mua_gym
+from mua_gym import MuaEnv, Task
+from mua_gym.messages import AssistantMessage
+from mua_gym.user_sims import ScenarioUser
+from mua_gym.user_sims.phone_requests import SETTINGS, named_request, request_in_words
+
+
+@pytest.fixture(scope="module")
+def env():
+    return MuaEnv("telecom", user="scenario", split="test")
+
+
+@pytest.fixture(scope="module")
+def tasks(env):
+    return env.core.tasks("test")
+
+
+@pytest.fixture(scope="module")
+def user_tools(env):
+    return frozenset(t["function"]["name"] for t in env.core._user_tool_schemas)
+
+
+def _task(tasks, wanted: str, unwanted: tuple[str, ...] = ()):
+    return next(t for t in tasks if wanted in t.user_scenario.facts["faults"] and not t.user_scenario.facts["trap"]
+                and not any(u in t.user_scenario.facts["faults"] for u in unwanted))
+
+
+def _read(env, tool: str, **arguments) -> str:
+    return env.unwrapped.world.call_tool(tool, arguments, "user").content
+
+
+def _say(env, text: str) -> tuple[str, dict]:
+    obs, reward, terminated, truncated, info = env.step(text)
+    assert info["termination_reason"] is None, info
+    return obs[-1]["content"], info
+
+
+def test_asked_to_check_the_user_reports_and_changes_nothing(env, tasks):
+    task = _task(tasks, "pref:")
+    env.reset(options={"task": task})
+    before = _read(env, "check_network_mode_preference")
+    assert "4g_5g_preferred" not in before
+    reply, _ = _say(env, "Please check your network mode preference.")  # the reported exploit: it used to set it
+    assert before.split(": ")[1] in reply and _read(env, "check_network_mode_preference") == before
+    reply, _ = _say(env, "Could you set your network mode preference to 4G/5G preferred?")
+    assert "4g_5g_preferred" in _read(env, "check_network_mode_preference") and "Done" in reply
+
+    task = _task(tasks, "airplane:on")
+    env.reset(options={"task": task})
+    for check in ("Please check whether airplane mode is on.", "Can you look at your status bar?",
+                  "Please check your network status.", "Could you run a speed test?"):
+        reply, _ = _say(env, check)
+        assert "Airplane Mode: ON" in _read(env, "check_network_status"), check
+    assert env.unwrapped.trajectory().user_tool_calls == 4  # one read each
+
+
+def test_on_off_requests_are_sets_and_toggle_flips(env, tasks):
+    task = _task(tasks, "airplane:on")
+    env.reset(options={"task": task})
+    reply, _ = _say(env, "Please turn on airplane mode.")
+    assert reply.startswith("It's already on") and "Airplane Mode: ON" in _read(env, "check_network_status")
+    reply, _ = _say(env, "Please turn off airplane mode on your phone.")
+    assert "now OFF" in reply and "Airplane Mode: OFF" in _read(env, "check_network_status")
+    reply, _ = _say(env, "Please switch airplane mode off.")
+    assert reply.startswith("It's already off") and "Airplane Mode: OFF" in _read(env, "check_network_status")
+    reply, _ = _say(env, "Please toggle airplane mode.")
+    assert "Airplane Mode: ON" in _read(env, "check_network_status")
+    reply, _ = _say(env, "Please turn airplane mode.")
+    assert reply == "Should I switch it on or off?" and "Airplane Mode: ON" in _read(env, "check_network_status")
+
+    task = _task(tasks, "saver:on")
+    env.reset(options={"task": task})
+    reply, _ = _say(env, "Please turn on data saver mode.")
+    assert reply.startswith("It's already on") and "ON" in _read(env, "check_data_restriction_status")
+    reply, _ = _say(env, "Please turn off data saver.")
+    assert _read(env, "check_data_restriction_status") == "Data Saver mode is OFF."
+
+
+def test_agent_steps_and_bare_questions_make_the_user_do_nothing(env, tasks):
+    task = _task(tasks, "roaming:line_off")
+    env.reset(options={"task": task})
+    roaming = _read(env, "check_network_status")
+    for text in ("Shall I enable roaming on your line?", "I will turn on roaming for your line now.",
+                 "Hello! How can I help?", "Yes. Confirm. Done.", "Shall I proceed?"):
+        _say(env, text)
+    assert env.unwrapped.trajectory().user_tool_calls == 0 and _read(env, "check_network_status") == roaming
+
+
+def test_named_tools_run_as_named_and_bad_arguments_get_a_question(env, tasks, user_tools):
+    task = _task(tasks, "data_off:off")
+    env.reset(options={"task": task})
+    huge = "1" * 5000  # past Python's int-parsing limit of 4,300 digits: json.loads raises ValueError
+    for text in (f'Please do this on your phone: toggle_data({{"x": {huge}}}).', "toggle_data(" + "[" * 100_000,
+                 'Please do this on your phone: set_network_mode_preference(["4g_5g_preferred"]).'):
+        reply, _ = _say(env, text)
+        assert reply.startswith("I couldn't make sense of the settings"), reply
+    assert "Mobile Data Enabled: No" in _read(env, "check_network_status")
+    assert env.unwrapped.trajectory().user_tool_calls == 0
+    reply, _ = _say(env, "Please do this on your phone: toggle_data({}).")
+    assert "Mobile Data is now ON" in reply
+    reply, _ = _say(env, 'Please do this on your phone: set_network_mode_preference({"mode": "3g_only"}).')
+    assert "3g_only" in _read(env, "check_network_mode_preference")
+    assert named_request("please TOGGLE_DATA now", user_tools).calls == (("toggle_data", {}),)
+    assert named_request("toggle_data_saver_mode()", user_tools).calls == (("toggle_data_saver_mode", {}),)
+    assert named_request("refuel_data with {}", user_tools) is None  # an agent tool's name is not a user tool's
+
+
+def test_every_example_in_the_tables_is_understood(user_tools):
+    for setting in SETTINGS:
+        tools = {t for t in (setting.read, setting.toggle, setting.action, setting.on_tool, setting.off_tool) if t}
+        for example in setting.examples:
+            request = request_in_words(f"please {example}.", user_tools)
+            assert request is not None and request.kind != "ask", example
+            assert {name for name, _ in request.calls} <= tools, (example, request)
+
+
+def test_confirmation_needs_a_stated_plan():
+    retail = mua_gym.get_domain("retail")
+    task = next(t for t in retail.tasks("test") if "order_id" in t.user_scenario.intents[0])
+    order = task.user_scenario.intents[0]["order_id"]
+    user = ScenarioUser()
+    asyncio.run(user.start(task, seed=0))
+
+    def reply(text: str) -> str:
+        return asyncio.run(user.respond([AssistantMessage(content=text)])).content
+
+    for bare in ("Shall I proceed?", "Confirm? (yes/no)", "Is that correct?", "Should I go ahead?"):
+        assert reply(bare).startswith("What exactly"), bare
+    assert reply(f"I will cancel order {order} for you. Shall I proceed?").startswith("Yes")
+    assert reply("I will cancel order #W0000000 for you. Shall I proceed?").startswith("What exactly")
+    assert reply(f"Order {order} is the one. Shall I proceed?").startswith("What exactly")  # names no change
+    declining = Task.model_validate(task.model_dump())
+    declining.user_scenario.intents[0]["accept"] = False
+    asyncio.run(user.start(declining, seed=0))
+    assert reply(f"I will cancel order {order} for you. Shall I proceed?").startswith("No")
+
+
+@pytest.mark.parametrize("shape", ["please turn ", "a", "please. ", "please airplane ", "toggle_data(", "{",
+                                   "shall i proceed? ", "please check data saver and ", "email? "])
+def test_a_megabyte_of_any_shape_is_answered_fast(env, tasks, shape):
+    user = ScenarioUser()
+    asyncio.run(user.start(tasks[0], seed=0, tools=env.core._user_tool_schemas))
+    text = shape * (1_000_000 // len(shape))
+    started = time.perf_counter()
+    asyncio.run(user.respond([AssistantMessage(content=text)]))
+    assert time.perf_counter() - started < 0.5
+
+
+def test_phone_request_matching_is_linear(user_tools):
+    def cost(n: int) -> float:
+        text = "please " + "turn " * n
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            request_in_words(text, user_tools)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    small, large = cost(20_000), cost(80_000)
+    assert large < 8 * small + 0.01  # four times the text: a quadratic matcher would take sixteen times as long
