@@ -4,7 +4,7 @@
   over the network and not to print its "Give Feedback / Get Help" banner on every failure.
 - :func:`failure_kind`: whether a failed call can heal. Permanent (never retried): bad request (unknown
   provider, bad parameters, context window, content policy), authentication, permission denied, not found,
-  unprocessable entity, and errors raised before any request (a ``TypeError`` from bad keywords). Unreachable
+  unprocessable entity, and a ``TypeError`` raised before any request (bad keywords). Unreachable
   (retried once: a server that is restarting comes back, one that is not running does not): connection
   refused or failed. Transient (retried with backoff): rate limits, timeouts, 5xx, everything else.
 - :func:`probe`: one tiny call that checks a model's configuration, raising a one-line
@@ -60,8 +60,8 @@ def import_litellm() -> Any:
 
 def failure_kind(exc: BaseException) -> FailureKind:
     """Whether the failed call that raised ``exc`` is worth retrying (see the module docstring)."""
-    if isinstance(exc, (TypeError, ValueError, KeyError)) and not _is_openai_error(exc):
-        return "permanent"  # raised before any request was made: the same keywords fail the same way
+    if isinstance(exc, TypeError) and not _is_openai_error(exc):
+        return "permanent"  # bad keywords, raised before any request: the same call fails the same way
     if _is_connection_failure(exc):
         return "unreachable"
     status = _status(exc)

@@ -95,6 +95,7 @@ def test_redaction_time_grows_linearly_on_adversarial_text():
     (litellm.ServiceUnavailableError("503", llm_provider="x", model="m"), "transient"),
     (litellm.APIConnectionError("refused", llm_provider="x", model="m"), "unreachable"),
     (TimeoutError(), "transient"),
+    (ValueError("a garbled response"), "transient"),
 ])
 def test_failure_kinds(error, kind):
     assert failure_kind(error) == kind
