@@ -1,0 +1,80 @@
+"""The seeded action fuzzer (mua_gym.testing) over every domain: step never raises, never stalls, never
+half-writes, and every trajectory serialises. benchmarks/fuzz.py runs the same generator at scale."""
+
+import pytest
+
+from mua_gym import testing
+from mua_gym.testing import fuzz
+from mua_gym.world import World
+
+SMALL = {"count": 40}  # generated tasks: a small set keeps the first reset of each domain short
+CONFIGS = [  # (domain, user, world_params, actions): 20,000 actions in all
+    ("mock", "scripted", None, 2500),
+    ("mock", "scenario", None, 2500),
+    ("retail", "scripted", SMALL, 3000),
+    ("retail", "scenario", SMALL, 3000),
+    ("airline", "scripted", SMALL, 3000),
+    ("airline", "scenario", SMALL, 3000),
+    ("telecom", "scenario", SMALL, 3000),
+]
+
+
+def test_the_configs_make_twenty_thousand_actions():
+    assert sum(c[3] for c in CONFIGS) >= 20_000
+
+
+@pytest.mark.parametrize("domain,user,params,actions", CONFIGS, ids=[f"{c[0]}-{c[1]}" for c in CONFIGS])
+def test_fuzzed_actions_keep_the_contract(domain, user, params, actions):
+    counts = fuzz(domain, user, actions, seed=11, world_params=params)
+    assert counts.ok, "\n".join(counts.failures)
+    assert counts.actions == actions and counts.exceptions == 0
+    assert counts.slowest_step_s < testing.SLOW_STEP_S
+    assert counts.all_error_steps > actions // 5 and counts.all_error_steps_changed_world == 0
+    assert counts.trajectories_serialised == counts.episodes > 1
+    assert counts.tool_calls_ok > actions // 20  # valid calls get through too, so writes are fuzzed as well
+
+
+def test_the_fuzzer_is_deterministic():
+    a = fuzz("mock", "scripted", 300, seed=5)
+    b = fuzz("mock", "scripted", 300, seed=5)
+    c = fuzz("mock", "scripted", 300, seed=6)
+    fields = lambda x: {k: v for k, v in vars(x).items() if k != "slowest_step_s"}  # noqa: E731
+    assert fields(a) == fields(b)
+    assert fields(a) != fields(c)
+
+
+def test_the_fuzzer_catches_a_world_that_half_writes(monkeypatch):
+    real = World.call_tool
+
+    def leaky(self, name, arguments=None, requestor="assistant"):
+        result = real(self, name, arguments, requestor)
+        if result.error and requestor == "assistant":  # an error that leaves a write behind
+            self.raw.execute("UPDATE customers SET name = name || 'x'")
+        return result
+
+    monkeypatch.setattr(World, "call_tool", leaky)
+    counts = fuzz("mock", "scripted", 200, seed=3)
+    assert counts.all_error_steps_changed_world > 0 and not counts.ok
+    assert "changed the world" in counts.failures[0]
+
+
+def test_the_fuzzer_catches_exceptions_and_slow_steps(monkeypatch):
+    import time
+
+    from mua_gym import env as env_module
+
+    real = env_module.to_assistant_message
+    calls = {"n": 0}
+
+    def flaky(action, parser, turn):
+        calls["n"] += 1
+        if calls["n"] % 50 == 0:
+            raise RuntimeError("boom")
+        if calls["n"] == 7:
+            time.sleep(testing.SLOW_STEP_S)
+        return real(action, parser, turn)
+
+    monkeypatch.setattr(env_module, "to_assistant_message", flaky)
+    counts = fuzz("mock", "scripted", 200, seed=3)
+    assert counts.exceptions == 4 and counts.slow_steps == 1 and not counts.ok
+    assert any("RuntimeError: boom" in f for f in counts.failures)
