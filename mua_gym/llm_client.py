@@ -29,6 +29,9 @@ FailureKind = Literal["permanent", "unreachable", "transient"]
 #: HTTP statuses that a retry cannot change.
 _PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 413, 422})
 _PROBE_MESSAGES = [{"role": "user", "content": "Reply with OK."}]
+# A client that has no key at all fails before any request; litellm reports that as a 500 with no provider status.
+_NO_CREDENTIALS = re.compile(r"missing credentials|api_key client option must be set|api key is (missing|required)",
+                             re.IGNORECASE)
 
 
 class ModelConfigError(ValueError):
@@ -84,14 +87,20 @@ def _is_openai_error(exc: BaseException) -> bool:
 
 
 def _status(exc: BaseException) -> int | None:
+    """The HTTP status the failure amounts to (401 for a client that was given no key at all)."""
+    status = None
     for name in ("status_code", "provider_status_code"):
         value = getattr(exc, name, None)
         try:
             if value is not None:
-                return int(value)
+                status = int(value)
+                break
         except (TypeError, ValueError):
             continue
-    return None
+    if status in (None, 500) and getattr(exc, "provider_status_code", None) is None and \
+            _NO_CREDENTIALS.search(str(exc)):
+        return 401
+    return status
 
 
 def _is_connection_failure(exc: BaseException) -> bool:
@@ -144,6 +153,8 @@ def describe_failure(exc: BaseException, model: str, kwargs: Mapping[str, Any], 
     where = str(kwargs.get("api_base") or f"{_provider(model)}'s default endpoint")
     status = _status(exc)
     if status == 400 and _unknown_provider(litellm, model, kwargs):
+        if "/" not in model:
+            return f"litellm cannot tell the provider of model {model!r}: name it provider/model, e.g. openai/{model}"
         return (f"unknown provider {_provider(model)!r} in model {model!r}: use a litellm model name such as "
                 "openai/gpt-4o-mini")
     if status == 401:

@@ -96,6 +96,8 @@ def test_redaction_time_grows_linearly_on_adversarial_text():
     (litellm.APIConnectionError("refused", llm_provider="x", model="m"), "unreachable"),
     (TimeoutError(), "transient"),
     (ValueError("a garbled response"), "transient"),
+    (litellm.InternalServerError("OpenAIException - Missing credentials. Please pass an `api_key`",
+                                 llm_provider="openai", model="m"), "permanent"),
 ])
 def test_failure_kinds(error, kind):
     assert failure_kind(error) == kind
@@ -155,6 +157,8 @@ def test_unreachable_server_is_retried_once(capfd):
 @pytest.mark.parametrize("model, kwargs, expected", [
     ("foo/bar", {}, "user model: unknown provider 'foo' in model 'foo/bar': use a litellm model name such as "
                     "openai/gpt-4o-mini"),
+    ("gpt-nonexistent", {}, "user model: litellm cannot tell the provider of model 'gpt-nonexistent': name it "
+                            "provider/model, e.g. openai/gpt-nonexistent"),
     ("openai/missing", {"api_key": KEY}, "user model: model 'openai/missing' not found at {base}: check the model "
                                          "name"),
     ("openai/badkey", {"api_key": KEY}, "user model: authentication failed for openai/badkey: set OPENAI_API_KEY "
