@@ -11,8 +11,8 @@ values) is *known* at that call. What an agent is told:
 
 When a value counts as known (:class:`Knowledge`):
 
-- a string: its lower-cased text is a token of what was told, or (a phrase with spaces or punctuation) occurs in
-  it between non-word characters; empty strings, booleans and ``None`` carry nothing to tell;
+- a string: its lower-cased text occurs in what was told, not as part of a longer word ("no" is not in "not");
+  empty strings, booleans and ``None`` carry nothing to tell;
 - a number: it was told, or it is a count from 0 to :data:`MAX_COUNT` (passengers, bags: what an agent counts),
   or it is ``a + b``, ``a - b`` or ``a * b`` of two known numbers (a policy rate times a count, a reservation's
   bags plus the ones asked for); deeper arithmetic is not credited;
@@ -20,9 +20,9 @@ When a value counts as known (:class:`Knowledge`):
 - an argument that the ACTION reward does not compare (outside a call's ``compare_args``) is the agent's own
   words (a transfer summary) and needs no source.
 
-The check is static and runs once per generated task (from :func:`mua_gym.taskgen.check_task`). Every lookup is a
-hash probe or a literal search, linear in the text told; a number's derivations are one pass over the known
-numbers.
+The check is static and runs once per generated task (from :func:`mua_gym.taskgen.check_task`). A string lookup is a
+literal search, linear in the text told (times the few matches that sit inside longer words); a number's
+derivations are one pass over the told numbers.
 """
 
 from __future__ import annotations
@@ -53,84 +53,66 @@ PLAIN_QUESTIONS = (
 #: How a fair agent hears the user's next request.
 NEXT_REQUEST = "Is there anything else I can help you with?"
 
-_TOKEN = re.compile(r"[\w@#.+\-:/]+")
-_EDGE = ".:-/+"
 _WORD = re.compile(r"\w")
+#: A number as a value of its own: not part of a word, an id or a date ("credit_card_7", "2024-05-16" hold none).
+_TOLD_NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?![\w\-])")
 _EXPRESSION_CHARS = frozenset("0123456789.()+-*/ ")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
-def _tokens(text: str) -> Iterator[str]:
-    """The lower-case tokens of ``text`` (ids, emails, dates, numbers), stripped of edge punctuation."""
-    for raw in _TOKEN.findall(text.lower()):
-        token = raw.strip(_EDGE)
-        if token:
-            yield token
-        if token != raw and raw:
-            yield raw
-
-
-def _number(token: str) -> float | None:
-    """The number a token spells (``"$100"`` is 100), or None."""
-    token = token.lstrip("$").replace(",", "")
-    if not token or not (token[0].isdigit() or (token[0] == "-" and token[1:2].isdigit())):
-        return None
-    try:
-        return float(token)
-    except ValueError:
-        return None
 
 
 def _key(x: float) -> float:
     return round(float(x), 2)
 
 
+def _is_count(x: float) -> bool:
+    return x.is_integer() and 0 <= x <= MAX_COUNT
+
+
 class Knowledge:
-    """What an agent has been told, searchable for values; optionally layered on a shared base (policy, schemas)."""
+    """What an agent has been told, searchable for values; optionally layered on a shared base (policy, schemas).
+
+    Learning only keeps the lower-cased text; a value is looked up by a literal search, and the numbers of a text
+    are read from it the first time a number is looked up.
+    """
 
     def __init__(self, base: "Knowledge | None" = None) -> None:
         self.base = base
-        self.tokens: set[str] = set()
-        self.numbers: set[float] = set()
         self.texts: list[str] = []
+        self._numbers: set[float] = set()
+        self._read = 0  # texts whose numbers are in _numbers
 
     def learn(self, text: str) -> None:
         """Adds ``text`` (any message, result or schema) to what is known."""
-        if not text:
-            return
-        self.texts.append(text.lower())
-        for token in _tokens(text):
-            self.tokens.add(token)
-            number = _number(token)
-            if number is not None:
-                self.numbers.add(_key(number))
+        if text:
+            self.texts.append(text.lower())
 
-    def _has_token(self, token: str) -> bool:
-        return token in self.tokens or (self.base is not None and self.base._has_token(token))
-
-    def _has_phrase(self, phrase: str) -> bool:
+    def _has_text(self, phrase: str) -> bool:
+        """Whether ``phrase`` (lower case) occurs in a text, not as part of a longer word."""
+        starts_word, ends_word = bool(_WORD.match(phrase[0])), bool(_WORD.match(phrase[-1]))
         for text in self.texts:
-            start = text.find(phrase)
-            while start >= 0:
-                end = start + len(phrase)
-                before = text[start - 1] if start else " "
-                after = text[end] if end < len(text) else " "
-                if not (_WORD.match(before) and _WORD.match(phrase[0])) and \
-                        not (_WORD.match(after) and _WORD.match(phrase[-1])):
+            at = text.find(phrase)
+            while at >= 0:
+                end = at + len(phrase)
+                if not (starts_word and at and _WORD.match(text[at - 1])) and \
+                        not (ends_word and end < len(text) and _WORD.match(text[end])):
                     return True
-                start = text.find(phrase, start + 1)
-        return self.base is not None and self.base._has_phrase(phrase)
+                at = text.find(phrase, at + 1)
+        return self.base is not None and self.base._has_text(phrase)
 
-    def _all_numbers(self) -> set[float]:
-        return self.numbers | self.base._all_numbers() if self.base is not None else self.numbers
+    def told_numbers(self) -> set[float]:
+        """Every number told so far (rounded to cents), the base's included."""
+        for text in self.texts[self._read:]:
+            self._numbers.update(_key(float(n)) for n in _TOLD_NUMBER.findall(text))
+        self._read = len(self.texts)
+        return self._numbers | self.base.told_numbers() if self.base is not None else self._numbers
 
     def knows_number(self, x: float) -> bool:
         """A count up to :data:`MAX_COUNT`, told, the sum or difference of two told numbers, or a told number times
         a told number or a count."""
         target = _key(x)
-        if target.is_integer() and 0 <= target <= MAX_COUNT:
+        if _is_count(target):
             return True
-        told = self._all_numbers()
+        told = self.told_numbers()
         if target in told:
             return True
         for a in told:
@@ -138,7 +120,7 @@ class Knowledge:
                 return True
             if a not in (0.0, 1.0):
                 b = _key(target / a)
-                if abs(b * a - target) < 0.005 and (b in told or (b.is_integer() and 0 <= b <= MAX_COUNT)):
+                if abs(b * a - target) < 0.005 and (b in told or _is_count(b)):
                     return True
         return False
 
@@ -149,9 +131,7 @@ class Knowledge:
         if isinstance(value, (int, float)):
             return self.knows_number(value)
         text = str(value).strip().lower()
-        if not text:
-            return True
-        if self._has_token(text) if _TOKEN.fullmatch(text) and text.strip(_EDGE) == text else self._has_phrase(text):
+        if not text or self._has_text(text):
             return True
         return _is_expression(text) and all(self.knows_number(float(n)) for n in _NUMBER.findall(text))
 
@@ -208,23 +188,20 @@ def _run_now(coro: Any) -> Any:
 
 
 def user_disclosures(task: Task) -> list[str]:
-    """What the scenario user says to a fair agent: its opening, then for each request it states its replies to
-    :data:`PLAIN_QUESTIONS`, until it has stated every request. It plays the task's persona at minimal disclosure
-    (nothing volunteered) and unlimited patience, so only plain answers count."""
+    """What the scenario user says to a fair agent: its opening, each further request (asked "anything else?"
+    until it has stated them all), and its reply to :data:`PLAIN_QUESTIONS` (it answers for every request stated).
+    It plays the task's persona at minimal disclosure (nothing volunteered) and unlimited patience, so only plain
+    answers count."""
     from mua_gym.user_sims.scenario import ScenarioUser
 
     persona = (task.user_scenario.persona or Persona()).model_copy(update={"disclosure": "minimal",
                                                                           "patience": 10 ** 6})
     user = ScenarioUser(persona=persona)
     said = [_run_now(user.start(task)).content]
-    questions = AssistantMessage(content=" ".join(PLAIN_QUESTIONS))
-    nudge = AssistantMessage(content=NEXT_REQUEST)
-    for _ in range(len(task.user_scenario.intents) + 1):
-        said.append(_run_now(user.respond([questions])).content)
-        reply = _run_now(user.respond([nudge])).content
-        said.append(reply)
-        if "###" in reply:
-            break
+    nudge = [AssistantMessage(content=NEXT_REQUEST)]
+    for _ in range(len(task.user_scenario.intents) - user.stated):
+        said.append(_run_now(user.respond(nudge)).content)
+    said.append(_run_now(user.respond([AssistantMessage(content=" ".join(PLAIN_QUESTIONS))])).content)
     return said
 
 
