@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from typing import Any, NoReturn
 
 __all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "loads", "loads_shape"]
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Longer integer literals are refused: Python cannot turn them into ints (sys.get_int_max_str_digits).
 MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
 
@@ -92,11 +94,13 @@ def dumps(value: Any) -> str:
 
 
 def clean_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD (surrogate pairs joined), so that it encodes as UTF-8."""
-    if text.isascii():
+    """``text`` itself if it encodes as UTF-8, else a copy with every surrogate code point replaced by U+FFFD."""
+    if text.isascii() or not _SURROGATE.search(text):
         return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    # The codec's own "replace" runs at C speed (a regex or str.translate costs ~0.3 us per surrogate); it writes "?"
+    # for each surrogate, so the text's own "?" are parked meanwhile on a private-use character it does not hold.
+    for parking in "\ue000\ue001\ue002\uf8ff":
+        if parking not in text:
+            parked = text.replace("?", parking).encode("utf-8", "replace").decode("utf-8")
+            return parked.replace("?", "\ufffd").replace(parking, "?")
+    return _SURROGATE.sub("\ufffd", text)

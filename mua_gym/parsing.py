@@ -289,14 +289,12 @@ def _clean(message: AssistantMessage, owned: bool) -> tuple[AssistantMessage, bo
     """``message`` with every text in it passed through :func:`clean_text`: itself where none changes, else a new
     message (which shares the unchanged calls, so it is owned only if ``message`` was)."""
     calls = message.tool_calls or []
-    texts = [message.content, message.reasoning]
-    texts += [t for c in calls for t in (c.id, c.function.name, c.function.arguments)]
-    if all(t is None or clean_text(t) is t for t in texts):
-        return message, owned
     content = clean_text(message.content) if message.content is not None else None
     reasoning = clean_text(message.reasoning) if message.reasoning is not None else None
-    return AssistantMessage(content=content, tool_calls=[clean_call(c) for c in calls] or None,
-                            reasoning=reasoning), owned
+    cleaned = [clean_call(c) for c in calls]
+    if content is message.content and reasoning is message.reasoning and all(a is b for a, b in zip(cleaned, calls)):
+        return message, owned
+    return AssistantMessage(content=content, tool_calls=cleaned or None, reasoning=reasoning), owned
 
 
 def clean_call(call: ToolCall) -> ToolCall:
