@@ -53,7 +53,7 @@ def step_unchanged(env, action):
 
 
 def only_error(result, *needles):
-    obs, info = result[0], result[4]
+    obs = result[0]
     assert len(obs) == 1 and obs[0]["role"] == "tool" and obs[0]["content"].startswith("Error:"), obs
     for needle in needles:
         assert needle in obs[0]["content"], obs[0]["content"]
