@@ -161,7 +161,8 @@ def _names_pattern(tools: Iterable[str]) -> re.Pattern[str] | None:
         else None
 
 
-_NAMED_CACHE: dict[frozenset[str], re.Pattern[str] | None] = {}
+#: Per tool set: the pattern naming its tools, and whether every name has an underscore (text without one names none).
+_NAMED_CACHE: dict[frozenset[str], tuple[re.Pattern[str] | None, bool]] = {}
 
 
 def named_request(raw: str, tools: frozenset[str]) -> PhoneRequest | None:
@@ -171,9 +172,11 @@ def named_request(raw: str, tools: frozenset[str]) -> PhoneRequest | None:
     object (a malformed or oversized literal is never run, and never raises).
     """
     if tools not in _NAMED_CACHE:
-        _NAMED_CACHE[tools] = _names_pattern(tools)
-    pattern = _NAMED_CACHE[tools]
-    found = pattern.search(raw) if pattern is not None else None
+        _NAMED_CACHE[tools] = _names_pattern(tools), all("_" in t for t in tools)
+    pattern, underscored = _NAMED_CACHE[tools]
+    if pattern is None or (underscored and "_" not in raw):
+        return None
+    found = pattern.search(raw)
     if found is None:
         return None
     name = found.group(1).lower()

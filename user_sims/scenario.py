@@ -36,12 +36,29 @@ _PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|
                         r"switch|issue|apply)")
 #: Tokens of a request's own words; those with a digit (an order number, a phone number) are what a plan names.
 _TOKEN = re.compile(r"[#\w-]+")
+_DIGITS = frozenset("0123456789")
 #: Intent fields that are prose or bookkeeping, not things a plan names.
 _NOT_ANCHORS = frozenset({"category", "says", "faults", "accept", "plan_terms"})
 
 
 def _has(text: str, *patterns: str) -> bool:
     return any(re.search(p, text) for p in patterns)
+
+
+#: Words that make a message ask the user for something.
+_ASKS = re.compile(r"\?|\btell me\b|\bprovide\b|\bgive me\b|\bshare\b|let me know|\bneed\b")
+#: How the agent asks for each fact the user discloses (read in the prose of a message, lower case).
+_FACT_QUESTIONS = {
+    "user_id": re.compile(r"user ?id"),
+    "email": re.compile(r"e-?mail"),
+    "phone": re.compile(r"phone number|\bnumber\b|\bname\b"),
+    "name_zip": re.compile(r"\bname\b|\bzip\b|postal"),
+    "identity": re.compile(r"e-?mail|\bname\b|\bzip\b|verify|identif|authenticat"),
+    "order": re.compile(r"order (id|number)|which order"),
+    "reservation": re.compile(r"reservation (id|number|code)|booking (reference|code)|which reservation"),
+    "payment": re.compile(r"payment method|which card|how would you like to pay|refund to"),
+    "passengers": re.compile(r"passengers?'? names?|dates? of birth|who (is|are) (travell?ing|flying)"),
+}
 
 
 def _prose(text: str) -> str:
@@ -74,7 +91,7 @@ def _strings(values: list[Any]) -> list[str]:
 def _ids(text: str) -> tuple[str, ...]:
     """The distinct id-like tokens of ``text`` (with a digit, three characters or more), lower case, in order."""
     return tuple(dict.fromkeys(t.lower().strip("-") for t in _TOKEN.findall(text)
-                               if len(t) >= 3 and any(c.isdigit() for c in t)))
+                               if len(t) >= 3 and not _DIGITS.isdisjoint(t)))
 
 
 class ScenarioUser(UserSimulator):
@@ -92,8 +109,9 @@ class ScenarioUser(UserSimulator):
         self.tools: frozenset[str] = frozenset()  # the user's own tools (dual control)
         self._tools_from: list[dict[str, Any]] | None = None  # the schemas they were read from (the same each reset)
         self._pending: PhoneRequest | None = None  # an on/off request waiting for its read's result
-        # (requests stated when made, their plan anchors): made on first use (see _plan_anchors)
-        self._anchors: tuple[int, list[tuple[dict[str, Any], tuple[str, ...]]]] | None = None
+        # (the task, its plan anchors), made on first use; and every task's, by id (see _task_anchors)
+        self._anchors: tuple[Task | None, list[tuple[dict[str, Any], tuple[str, ...]]]] | None = None
+        self._anchor_memo: dict[str, tuple[Task, list[tuple[dict[str, Any], tuple[str, ...]]]]] = {}
 
     # -- protocol ----------------------------------------------------------------------------------
     async def start(self, task: Task, *, seed: int | None = None,
@@ -228,24 +246,35 @@ class ScenarioUser(UserSimulator):
         return (anchors[-1][0] if anchors else {}) if any(a in text for a in shared) else None
 
     def _plan_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
-        """(request, the lower-case ids a plan for it may name) for each request stated so far; made once for each
-        number of requests stated."""
-        if self._anchors is None or self._anchors[0] != self.stated:
-            self._anchors = (self.stated, [])
-            intents = self.intents[:max(self.stated, 1)]
-            if not intents and self.task is not None:  # no structure: the ids of the opening line
-                scenario = self.task.user_scenario
-                opening = " ".join(filter(None, [self.task.script[0] if self.task.script else "",
-                                                 scenario.reason_for_call, scenario.instructions]))
-                self._anchors[1].append(({}, _ids(opening)))
-            for intent in intents:
-                values = [v for k, v in intent.items() if k not in _NOT_ANCHORS]
-                own = _ids(" ".join(_strings(values)) + " " + str(intent.get("says", "")))
-                if isinstance(intent.get("refuel_gb"), (int, float)):
-                    own += (f"{intent['refuel_gb']:g} gb",)
-                own += tuple(str(t).lower() for t in intent.get("plan_terms", ()))  # what its plan names, if given
-                self._anchors[1].append((intent, own))
-        return self._anchors[1]
+        """(request, the lower-case ids a plan for it may name) for each request stated so far."""
+        if self._anchors is None or self._anchors[0] is not self.task:
+            self._anchors = (self.task, self._task_anchors())
+        anchors = self._anchors[1]
+        return anchors if not self.intents else anchors[:max(self.stated, 1)]
+
+    def _task_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+        """(request, its anchors) for every request of the task; without structured requests, the ids of the
+        opening line. Kept per task (``_anchor_memo``): a task's words do not change between episodes."""
+        task = self.task
+        if task is None:
+            return []
+        kept = self._anchor_memo.get(task.id)
+        if kept is not None and kept[0] is task:
+            return kept[1]
+        anchors: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+        if not self.intents:
+            scenario = task.user_scenario
+            anchors.append(({}, _ids(" ".join(filter(None, [task.script[0] if task.script else "",
+                                                            scenario.reason_for_call, scenario.instructions])))))
+        for intent in self.intents:
+            values = [v for k, v in intent.items() if k not in _NOT_ANCHORS]
+            own = _ids(" ".join(_strings(values)) + " " + str(intent.get("says", "")))
+            if isinstance(intent.get("refuel_gb"), (int, float)):
+                own += (f"{intent['refuel_gb']:g} gb",)
+            own += tuple(str(t).lower() for t in intent.get("plan_terms", ()))  # what its plan names, if given
+            anchors.append((intent, own))
+        self._anchor_memo[task.id] = (task, anchors)
+        return anchors
 
     # -- disclosure of facts: a plain question always gets its answer (the persona only sets what is volunteered)
     def _knows_user_id(self) -> bool:
@@ -268,35 +297,34 @@ class ScenarioUser(UserSimulator):
         (of the requests stated so far). Only the prose is read: a plan's JSON arguments ask nothing.
         """
         prose = _prose(text)
-        if not _has(prose, r"\?", r"\btell me\b", r"\bprovide\b", r"\bgive me\b", r"\bshare\b", r"let me know",
-                    r"\bneed\b"):
+        if not _ASKS.search(prose):
             return None
         f, parts = self.facts, []
         identity = self._identity()
-        if _has(prose, r"user ?id"):
+        asked = {fact for fact, pattern in _FACT_QUESTIONS.items() if pattern.search(prose)}
+        if "user_id" in asked:
             parts.append(f"My user id is {f['user_id']}." if self._knows_user_id() else
                          f"I don't know my user id. {identity}")
-        if _has(prose, r"e-?mail") and "email" in f:
+        if "email" in asked and "email" in f:
             parts.append(f"My email is {f['email']}.")
-        if _has(prose, r"phone number", r"\bnumber\b", r"\bname\b") and "phone_number" in f:
+        if "phone" in asked and "phone_number" in f:
             parts.append(identity)
-        if _has(prose, r"\bname\b", r"\bzip\b", r"postal") and "first_name" in f:
+        if "name_zip" in asked and "first_name" in f:
             parts.append(f"I'm {f['first_name']} {f['last_name']}, zip code {f['zip']}.")
-        if not parts and identity and _has(prose, r"verify", r"identif", r"authenticat"):
+        if not parts and identity and "identity" in asked:
             parts.append(identity)
-        orders = self._stated("order_id")
-        if orders and _has(prose, r"order (id|number)", r"which order"):
+        orders = self._stated("order_id") if "order" in asked else []
+        if orders:
             parts.append(f"It's order {' and '.join(orders)}.")
-        reservations = self._stated("reservation_id")
-        if reservations and _has(prose, r"reservation (id|number|code)", r"booking (reference|code)",
-                                 r"which reservation"):
+        reservations = self._stated("reservation_id") if "reservation" in asked else []
+        if reservations:
             parts.append(f"It's reservation {' and '.join(reservations)}.")
-        if _has(prose, r"payment method", r"which card", r"how would you like to pay", r"refund to"):
+        if "payment" in asked:
             methods = self._stated("payment_method_id", "payment_id")
             methods += [f"{p[0]} for {p[1]} dollars" for plan in self._stated("payments") for p in plan]
             if methods:
                 parts.append(f"Please use {' and '.join(methods)}.")
-        if _has(prose, r"passengers?'? names?", r"dates? of birth", r"who (is|are) (travell?ing|flying)"):
+        if "passengers" in asked:
             people = [p for group in self._stated("passengers") for p in group]
             if people:
                 parts.append("The passengers are " + " and ".join(
