@@ -189,6 +189,19 @@ def test_check_models_passes_a_working_model_and_probes_only_when_asked(api_base
     MuaEnv("mock", user="scripted", check_models=True)  # nothing to probe
 
 
+def test_a_recorded_user_replays_without_its_model(tmp_path):
+    with error_llm_server() as gone:
+        kwargs = {"api_base": gone, "api_key": "x", "memo": str(tmp_path / "memo.sqlite")}
+        MuaEnv("mock", user="litellm:openai/ok", user_kwargs=kwargs).reset(options={"task_id": "mock-cancel-card"})
+    # The server has stopped: the probe is skipped and the opening replays from the memo.
+    env = MuaEnv("mock", user="litellm:openai/ok", user_kwargs=kwargs, check_models=True)
+    obs, info = env.reset(options={"task_id": "mock-cancel-card"})
+    assert obs[-1]["content"] == "OK" and "user_error" not in info
+    with pytest.raises(UserModelError, match="cannot reach"):  # without the recording the probe does run
+        MuaEnv("mock", user="litellm:openai/ok", user_kwargs={**kwargs, "memo": str(tmp_path / "new.sqlite")},
+               check_models=True)
+
+
 def test_check_models_probes_the_judge(api_base):
     with pytest.raises(JudgeModelError, match=r"^judge model: authentication failed .* judge_kwargs="):
         MuaEnv("mock", judge="litellm:openai/badkey", judge_kwargs={"api_base": api_base, "api_key": KEY},

@@ -89,7 +89,12 @@ class LLMUser(UserSimulator):
         self._agent_turns = 0
 
     def check(self) -> None:
-        """Makes one tiny call to the model; raises :class:`UserModelError` (one line, naming the fix) if it fails."""
+        """Makes one tiny call to the model; raises :class:`UserModelError` (one line, naming the fix) if it fails.
+
+        A user with recorded replies (a non-empty ``memo``) is not probed: replaying them needs no model.
+        """
+        if self.memo is not None and len(self.memo):
+            return
         probe(self.model, self.kwargs, role="user", key_hint="user_kwargs={'api_key': ...}", error=UserModelError,
               timeout=min(self.timeout, 30.0))
 
