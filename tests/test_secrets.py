@@ -2,6 +2,7 @@
 
 import json
 import time
+from contextlib import nullcontext
 
 import httpx
 import litellm
@@ -31,6 +32,9 @@ def api_base():
             warm = MuaEnv("mock", user=f"litellm:openai/{model}", user_kwargs={"api_base": base, "api_key": "x"})
             _play_one_user_turn(warm)
             warm.close()
+            with pytest.raises(UserModelError) if model == "missing" else nullcontext():  # the probe's sync path
+                MuaEnv("mock", user=f"litellm:openai/{model}", user_kwargs={"api_base": base, "api_key": "x"},
+                       check_models=True)
         yield base
 
 
