@@ -187,6 +187,10 @@ def _run_now(coro: Any) -> Any:
     raise RuntimeError("the scenario user waited on something")
 
 
+#: The persona that volunteers nothing and never walks away (for tasks without a persona of their own).
+_QUIET = Persona(disclosure="minimal", patience=10 ** 6)
+
+
 def user_disclosures(task: Task) -> list[str]:
     """What the scenario user says to a fair agent: its opening, each further request (asked "anything else?"
     until it has stated them all), and its reply to :data:`PLAIN_QUESTIONS` (it answers for every request stated).
@@ -194,8 +198,8 @@ def user_disclosures(task: Task) -> list[str]:
     answers count."""
     from mua_gym.user_sims.scenario import ScenarioUser
 
-    persona = (task.user_scenario.persona or Persona()).model_copy(update={"disclosure": "minimal",
-                                                                          "patience": 10 ** 6})
+    own = task.user_scenario.persona
+    persona = _QUIET if own is None else own.model_copy(update={"disclosure": "minimal", "patience": 10 ** 6})
     user = ScenarioUser(persona=persona)
     said = [_run_now(user.start(task)).content]
     nudge = [AssistantMessage(content=NEXT_REQUEST)]
