@@ -138,6 +138,18 @@ def test_confirmation_needs_a_stated_plan():
     assert reply(f"I will cancel order {order} for you. Shall I proceed?").startswith("Yes")
     assert reply("I will cancel order #W0000000 for you. Shall I proceed?").startswith("What exactly")
     assert reply(f"Order {order} is the one. Shall I proceed?").startswith("What exactly")  # names no change
+    later = next(t for t in retail.tasks("test") if len(t.user_scenario.intents) > 1 and
+                 "order_id" in t.user_scenario.intents[-1] and "order_id" not in t.user_scenario.intents[0])
+    asyncio.run(user.start(later, seed=0))  # a plan for a request not stated yet is still one the user wants
+    assert reply(f"I will cancel order {later.user_scenario.intents[-1]['order_id']}. Shall I?").startswith("Yes")
+    airline = mua_gym.get_domain("airline")
+    lettered = next(t for t in airline.tasks("test") if t.user_scenario.intents[0].get("reservation_id", "1").isalpha())
+    asyncio.run(user.start(lettered, seed=0))  # a reservation code without a digit is an id all the same
+    code = lettered.user_scenario.intents[0]["reservation_id"]
+    assert reply(f"I can update reservation {code} for you. Shall I proceed?").startswith("Yes")
+    unstructured = Task(id="u", domain="mock", script=["Hi, please cancel my order."])
+    asyncio.run(user.start(unstructured, seed=0))  # nothing to match: a change and any id make it a plan
+    assert reply("Shall I cancel it?").startswith("What") and reply("Shall I cancel O1001?").startswith("Yes")
     declining = Task.model_validate(task.model_dump())
     declining.user_scenario.intents[0]["accept"] = False
     asyncio.run(user.start(declining, seed=0))

@@ -39,6 +39,8 @@ _TOKEN = re.compile(r"[#\w-]+")
 _DIGITS = frozenset("0123456789")
 #: Intent fields that are prose or bookkeeping, not things a plan names.
 _NOT_ANCHORS = frozenset({"category", "says", "faults", "accept", "plan_terms"})
+#: Intent fields whose values are ids, digits or not (a reservation code such as "LXYJDS").
+_ID_KEYS = ("_id", "_ids", "_number", "_numbers")
 
 
 def _has(text: str, *patterns: str) -> bool:
@@ -233,10 +235,13 @@ class ScenarioUser(UserSimulator):
 
         A plan names a change (a verb: cancel, book, refuel, ...) and something of that request: an id from its
         fields or its own words (order, reservation, item, payment method, phone number), the data amount asked
-        for, or the customer's or line's id.
+        for, or the customer's or line's id. A task without structured requests has nothing to match: there a
+        plan needs a change and any id.
         """
         if _PLAN_VERB.search(text) is None:
             return None
+        if not self.intents:  # no structured requests to match (tau2's tasks): any named id makes it concrete
+            return {} if _ids(text) else None
         anchors = self._plan_anchors()
         for intent, own in anchors:
             if any(a in text for a in own):
@@ -246,15 +251,15 @@ class ScenarioUser(UserSimulator):
         return (anchors[-1][0] if anchors else {}) if any(a in text for a in shared) else None
 
     def _plan_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
-        """(request, the lower-case ids a plan for it may name) for each request stated so far."""
+        """(request, the lower-case ids a plan for it may name) for each of the user's requests, stated or not yet
+        (an agent may act on a request in its own order; a plan for any of them is one the user wants)."""
         if self._anchors is None or self._anchors[0] is not self.task:
             self._anchors = (self.task, self._task_anchors())
-        anchors = self._anchors[1]
-        return anchors if not self.intents else anchors[:max(self.stated, 1)]
+        return self._anchors[1]
 
     def _task_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
-        """(request, its anchors) for every request of the task; without structured requests, the ids of the
-        opening line. Kept per task (``_anchor_memo``): a task's words do not change between episodes."""
+        """(request, its anchors) for every request of the task. Kept per task (``_anchor_memo``): a task's words
+        do not change between episodes."""
         task = self.task
         if task is None:
             return []
@@ -262,13 +267,11 @@ class ScenarioUser(UserSimulator):
         if kept is not None and kept[0] is task:
             return kept[1]
         anchors: list[tuple[dict[str, Any], tuple[str, ...]]] = []
-        if not self.intents:
-            scenario = task.user_scenario
-            anchors.append(({}, _ids(" ".join(filter(None, [task.script[0] if task.script else "",
-                                                            scenario.reason_for_call, scenario.instructions])))))
         for intent in self.intents:
             values = [v for k, v in intent.items() if k not in _NOT_ANCHORS]
-            own = _ids(" ".join(_strings(values)) + " " + str(intent.get("says", "")))
+            named = [v for k, v in intent.items() if k.endswith(_ID_KEYS)]  # ids even without a digit ("LXYJDS")
+            own = tuple(dict.fromkeys(tuple(v.lower() for v in _strings(named) if len(v) >= 3) +
+                                      _ids(" ".join(_strings(values)) + " " + str(intent.get("says", "")))))
             if isinstance(intent.get("refuel_gb"), (int, float)):
                 own += (f"{intent['refuel_gb']:g} gb",)
             own += tuple(str(t).lower() for t in intent.get("plan_terms", ()))  # what its plan names, if given
