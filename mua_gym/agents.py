@@ -150,7 +150,7 @@ class FairAgent(OracleAgent):
         reply = ""
         for message in observation:
             content = message.get("content")
-            if message.get("role") in ("user", "tool") and isinstance(content, str):  # the policy is in the base
+            if message.get("role") in ("system", "user", "tool") and isinstance(content, str):
                 self.seen.learn(content)
                 if message.get("role") == "user":
                     reply = content
