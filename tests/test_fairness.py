@@ -172,3 +172,26 @@ def test_the_check_hears_every_request_and_is_deterministic():
     assert said == user_disclosures(task) and len(said) == 4  # the opening, two more requests, the answers
     assert all(any(i["says"] in s for s in said) for i in task.user_scenario.intents)
     assert task.user_scenario.facts["user_id"] in said[-1]
+
+
+def test_check_task_says_why_a_task_is_rejected():
+    from mua_gym.task import Action
+    from mua_gym.taskgen import check_task
+
+    retail = mua_gym.get_domain("retail")
+    task = next(t for t in retail.tasks("test") if t.category == "cancel")
+    assert check_task(retail, task) is None
+    broken = task.model_copy(update={"gold_actions": [*task.gold_actions[:-1], Action(
+        name="cancel_pending_order", arguments={"order_id": "#W0000000", "reason": "no longer needed"})]})
+    assert check_task(retail, broken) == ("failed", ["a gold call failed: Error: Order not found"])
+    assert check_task(retail, _silent_about_the_order(task))[0] == "unfair"
+
+
+def test_fair_episodes_are_deterministic():
+    task = next(t for t in mua_gym.get_domain("airline").tasks("test") if len(t.user_scenario.intents) == 3)
+    transcripts = []
+    for _ in range(2):
+        env = MuaEnv("airline", user="scenario", split="test")
+        run(env, task, FairAgent(task))
+        transcripts.append(env.trajectory().to_json_line())
+    assert transcripts[0] == transcripts[1]
