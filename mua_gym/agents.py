@@ -108,7 +108,7 @@ class FairAgent(OracleAgent):
     then on, so the episode fails. Before each write it states that call with its arguments (OracleAgent's plan
     format) and asks to proceed; it makes the write only if the user says yes. Arguments that no reward compares
     (outside ``compare_args``) it fills with its own words (:data:`OWN_WORDS`). It ends like OracleAgent, saying
-    the task's communicate strings (which it does not check for having been seen).
+    the task's communicate strings, if it has seen each (otherwise it gives up).
     """
 
     def reset(self, info: dict[str, Any]) -> None:
@@ -163,6 +163,12 @@ class FairAgent(OracleAgent):
         if self._done_failing:
             return self._say(NEXT_REQUEST)
         if not self._pending:
+            if not self._summarised:
+                said = self.task.evaluation.communicate_info
+                self.gave_up = [f"communicate={c!r}" for c in said if not self.seen.knows(c)]
+                if self.gave_up:  # it would have to say what it was never shown
+                    self._done_failing = True
+                    return self._say("I'm sorry, I could not find all you asked for.")
             return super().act(observation)
         action = self._pending[0]
         if self._proposed:  # the user answered the plan for this write

@@ -1,7 +1,8 @@
 """Is a task fair: could an agent that knows only the conversation make every gold call?
 
 A task is fair when every leaf value of every gold call's arguments (strings, numbers, list items, nested dict
-values) is *known* at that call. What an agent is told:
+values) is *known* at that call, and every string the agent must communicate is known at the end. What an agent
+is told:
 
 - the policy text and the tool schemas (the agent's and, in dual control, the user's);
 - the result of every earlier gold call the agent makes (``requestor="assistant"``);
@@ -211,7 +212,8 @@ def user_disclosures(task: Task) -> list[str]:
 
 def unfair_values(domain: "Domain", task: Task, results: Sequence["ToolResult"],
                   disclosures: Iterable[str] | None = None) -> list[str]:
-    """The gold values an agent cannot know, as ``"call.argument=value"`` (empty: the task is fair).
+    """The gold values an agent cannot know, as ``"call.argument=value"`` (empty: the task is fair); what the agent
+    must tell the user (``communicate_info``) must be known after the last call, listed as ``"communicate=text"``.
 
     ``results`` are the gold calls' results in order (``PreparedTask.gold_results``); ``disclosures`` what the
     user says (default: :func:`user_disclosures`).
@@ -230,4 +232,5 @@ def unfair_values(domain: "Domain", task: Task, results: Sequence["ToolResult"],
                     missing.append(f"{call.name}.{name}={leaf!r}")
         if call.requestor == "assistant":
             known.learn(result.content)
+    missing += [f"communicate={text!r}" for text in task.evaluation.communicate_info if not known.knows(text)]
     return missing

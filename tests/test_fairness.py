@@ -195,3 +195,17 @@ def test_fair_episodes_are_deterministic():
         run(env, task, FairAgent(task))
         transcripts.append(env.trajectory().to_json_line())
     assert transcripts[0] == transcripts[1]
+
+
+def test_checker_flags_an_answer_the_agent_was_never_shown():
+    retail = mua_gym.get_domain("retail")
+    task = next(t for t in retail.tasks("test") if t.category == "information")
+    results = prepare_task(retail, task).gold_results
+    assert unfair_values(retail, task, results) == []
+    evaluation = task.evaluation.model_copy(update={"communicate_info": ["98765.43"]})
+    wrong = task.model_copy(update={"evaluation": evaluation})
+    assert unfair_values(retail, wrong, results) == ["communicate='98765.43'"]
+    env = MuaEnv("retail", user="scenario", split="test")
+    agent = FairAgent(wrong)
+    reward, *_ = run(env, wrong, agent)
+    assert reward == 0.0 and agent.gave_up == ["communicate='98765.43'"]
