@@ -50,7 +50,8 @@ def test_asked_to_check_the_user_reports_and_changes_nothing(env, tasks):
     before = _read(env, "check_network_mode_preference")
     assert "4g_5g_preferred" not in before
     reply, _ = _say(env, "Please check your network mode preference.")  # the reported exploit: it used to set it
-    assert before.split(": ")[1] in reply and _read(env, "check_network_mode_preference") == before
+    assert reply.startswith("It shows:") and before.split(": ")[1] in reply
+    assert _read(env, "check_network_mode_preference") == before
     reply, _ = _say(env, "Could you set your network mode preference to 4G/5G preferred?")
     assert "4g_5g_preferred" in _read(env, "check_network_mode_preference") and "Done" in reply
 
@@ -73,7 +74,9 @@ def test_on_off_requests_are_sets_and_toggle_flips(env, tasks):
     reply, _ = _say(env, "Please switch airplane mode off.")
     assert reply.startswith("It's already off") and "Airplane Mode: OFF" in _read(env, "check_network_status")
     reply, _ = _say(env, "Please toggle airplane mode.")
-    assert "Airplane Mode: ON" in _read(env, "check_network_status")
+    assert reply.startswith("Done") and "Airplane Mode: ON" in _read(env, "check_network_status")
+    reply, _ = _say(env, "Please turn airplane mode on and then off again.")  # a cycle: two flips
+    assert reply.startswith("Done") and "Airplane Mode: ON" in _read(env, "check_network_status")
     reply, _ = _say(env, "Please turn airplane mode.")
     assert reply == "Should I switch it on or off?" and "Airplane Mode: ON" in _read(env, "check_network_status")
 

@@ -111,6 +111,7 @@ class ScenarioUser(UserSimulator):
         self.tools: frozenset[str] = frozenset()  # the user's own tools (dual control)
         self._tools_from: list[dict[str, Any]] | None = None  # the schemas they were read from (the same each reset)
         self._pending: PhoneRequest | None = None  # an on/off request waiting for its read's result
+        self._checking = False  # whether the phone tools just run were reads only (reported as what it shows)
         # (the task, its plan anchors), made on first use; and every task's, by id (see _task_anchors)
         self._anchors: tuple[Task | None, list[tuple[dict[str, Any], tuple[str, ...]]]] | None = None
         self._anchor_memo: dict[str, tuple[Task, list[tuple[dict[str, Any], tuple[str, ...]]]]] = {}
@@ -202,6 +203,7 @@ class ScenarioUser(UserSimulator):
             return UserReply(content=self._say(request.reply))
         if request.kind == "set":
             self._pending = request
+        self._checking = request.kind != "act"
         return self._run(request.calls)
 
     def _run(self, calls: tuple[tuple[str, dict[str, Any]], ...]) -> UserReply:
@@ -220,14 +222,16 @@ class ScenarioUser(UserSimulator):
         if pending is not None and pending.setting is not None and pending.setting.toggle:
             state = switch_state(pending.setting, results[-1].content)
             if pending.cycle:
+                self._checking = False
                 return self._run(((pending.setting.toggle, {}), (pending.setting.toggle, {})))
             if state is not None and state == pending.want:
                 return UserReply(content=self._say(f"It's already {'on' if state else 'off'}, so I left it as it is. "
                                                    f"It shows: {results[-1].content}"))
             if state is not None:
+                self._checking = False
                 return self._run(((pending.setting.toggle, {}),))
-        said = " ".join(r.content for r in results)
-        return UserReply(content=self._say(f"Done. It says: {said[:600]}"))
+        said = " ".join(r.content for r in results)[:600]
+        return UserReply(content=self._say(f"It shows: {said}" if self._checking else f"Done. It says: {said}"))
 
     # -- confirmation: only of a plan actually stated ------------------------------------------------------------
     def _plan(self, text: str) -> dict[str, Any] | None:
