@@ -182,3 +182,18 @@ def test_phone_request_matching_is_linear(user_tools):
 
     small, large = cost(20_000), cost(80_000)
     assert large < 8 * small + 0.01  # four times the text: a quadratic matcher would take sixteen times as long
+
+
+def test_nothing_an_agent_says_breaks_the_user(env, tasks):
+    import random
+
+    pieces = [e for s in SETTINGS for e in s.examples] + [
+        "please", "could you", "toggle_data(", ")", "{", "}", '{"mode": "4g_only"}', "set_network_mode_preference",
+        'grant_app_permission({"app_name": 5})', "İ", "ß", ".", ",", "?", "\n", "and", "then", "on", "off", "shall i",
+        "1" * 5000, "[" * 50, "anything else", "order id?", "\x00", "😀", "on and off", "cancel #W123"]
+    rng = random.Random(0)
+    for i in range(400):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        env.reset(options={"task": tasks[i % len(tasks)]})
+        *_, info = env.step(text)
+        assert info["termination_reason"] != "user_error", (text, info.get("user_error"))
