@@ -289,6 +289,13 @@ def _clean(message: AssistantMessage, owned: bool) -> tuple[AssistantMessage, bo
     """``message`` with every text in it passed through :func:`clean_text`: itself where none changes, else a new
     message (which shares the unchanged calls, so it is owned only if ``message`` was)."""
     calls = message.tool_calls or []
+    if (message.content is None or message.content.isascii()) and (
+            message.reasoning is None or message.reasoning.isascii()):
+        for call in calls:  # the common case, checked without a call per text (this is on every step)
+            if not (call.id.isascii() and call.function.name.isascii() and call.function.arguments.isascii()):
+                break
+        else:
+            return message, owned
     content = clean_text(message.content) if message.content is not None else None
     reasoning = clean_text(message.reasoning) if message.reasoning is not None else None
     cleaned = [clean_call(c) for c in calls]
