@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any, NoReturn
 
-__all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "loads", "loads_shape"]
+__all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "first_object", "loads", "loads_shape"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: Longer integer literals are refused: Python cannot turn them into ints (sys.get_int_max_str_digits).
@@ -58,6 +58,38 @@ def loads(text: str) -> Any:
         raise JSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise JSONError("nested too deeply") from None
+
+
+#: How many candidate objects :func:`first_object` tries before it gives up (a reply is prose and one object).
+MAX_OBJECT_TRIES = 64
+
+
+def first_object(text: str) -> Any:
+    """The first JSON object embedded in ``text`` (models wrap JSON in prose or code fences); raises
+    :class:`JSONError` where there is none.
+
+    Each ``{`` that has a matching ``}`` is tried in turn (the first :data:`MAX_OBJECT_TRIES`), as the text up to
+    that brace. One stack pass finds the matches, and the tries together read at most a few times the text, so
+    nested or unclosed braces stay linear.
+    """
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    for at, char in enumerate(text):
+        if char == "{":
+            opened.append(at)
+        elif char == "}" and opened:
+            closing[opened.pop()] = at
+    budget = 4 * len(text) + 4096
+    for start in sorted(closing)[:MAX_OBJECT_TRIES]:
+        end = closing[start] + 1
+        budget -= end - start
+        if budget < 0:
+            break
+        try:
+            return loads(text[start:end])
+        except JSONError:
+            continue
+    raise JSONError("no JSON object in the text")
 
 
 def loads_shape(text: str) -> Any:

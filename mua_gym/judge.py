@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mua_gym.jsonsafe import first_object
 from mua_gym.llm_client import JudgeModelError, import_litellm, probe
 from mua_gym.redact import Redactor
 
@@ -47,8 +48,6 @@ class LLMJudge:
         probe(self.model, self.kwargs, role="judge", key_hint="judge_kwargs={'api_key': ...}", error=JudgeModelError)
 
     async def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> list[bool]:
-        from mua_gym.user_sims.llm import parse_json_object
-
         transcript = "\n".join(f"{m['role'].upper()}: {m.get('content') or ''}" for m in messages
                                if m["role"] in ("user", "assistant") and m.get("content"))
         statements = "\n".join(f"{i}. {a}" for i, a in enumerate(assertions, start=1))
@@ -57,7 +56,7 @@ class LLMJudge:
             response = await import_litellm().acompletion(model=self.model, messages=prompt, **self.kwargs)
         except Exception as exc:  # reported in reward_info["judge_error"]: the provider's text may echo the key
             raise JudgeError(f"judge model call failed: {type(exc).__name__}: {self._redact(str(exc))}") from None
-        data = parse_json_object(response.choices[0].message.content or "")
+        data = first_object(response.choices[0].message.content or "")
         verdicts = data.get("verdicts") if isinstance(data, dict) else None
         if not isinstance(verdicts, list) or len(verdicts) != len(assertions):
             raise ValueError(f"the judge returned {json.dumps(data)[:200]}, not one verdict per statement")

@@ -325,3 +325,26 @@ def test_every_tool_float_field_refuses_infinity():
                         tool.arguments_model.__pydantic_validator__.validate_assignment(
                             tool.arguments_model.model_construct(), field, math.inf)
     assert checked >= 1
+
+
+# -- the judge's reply reader --------------------------------------------------------------------------------------
+def test_first_object_finds_json_inside_prose_and_fences():
+    from mua_gym.jsonsafe import first_object
+
+    assert first_object('Sure:\n```json\n{"verdicts": [{"true": true}]}\n```') == {"verdicts": [{"true": True}]}
+    assert first_object('{not json} but this is: {"a": {"b": 2}}') == {"a": {"b": 2}}
+    assert first_object('{"a": ' + "9" * 5000 + '} then {"b": 1}') == {"b": 1}  # a huge int is skipped, not raised
+
+
+@pytest.mark.parametrize("text", ["{" * 1_000_000, "{" * 500_000 + "}" * 500_000, '{"a":' * 200_000,
+                                  ("{" * 1000 + "x") * 1000, "}{" * 500_000, '{"a": NaN}' * 100_000],
+                         ids=["open", "nested", "unclosed-keys", "runs", "reversed", "refused-values"])
+def test_first_object_is_linear_on_adversarial_replies(text):
+    from mua_gym.jsonsafe import JSONError, first_object
+
+    started = time.perf_counter()
+    try:
+        first_object(text)
+    except JSONError:
+        pass
+    assert time.perf_counter() - started < 1.0

@@ -16,7 +16,6 @@ makes one probe call and raises a one-line :class:`~mua_gym.llm_client.UserModel
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -200,22 +199,3 @@ def _add_usage(usage: dict[str, float], response: Any) -> None:
     cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     if isinstance(cost, (int, float)):
         usage["cost"] = usage.get("cost", 0.0) + float(cost)
-
-
-def parse_json_object(text: str) -> Any:
-    """The first JSON object in ``text`` (models often wrap JSON in prose or code fences)."""
-    start = text.find("{")
-    while start != -1:
-        depth = 0
-        for i in range(start, len(text)):
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    try:
-                        return json.loads(text[start:i + 1])
-                    except json.JSONDecodeError:
-                        break
-        start = text.find("{", start + 1)
-    raise ValueError("no JSON object in the reply")
