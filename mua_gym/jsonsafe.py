@@ -13,7 +13,7 @@ import json
 import math
 import re
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 __all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "first_object", "loads", "loads_shape"]
 
@@ -50,14 +50,20 @@ def _finite_float(literal: str) -> float:
     return value
 
 
-def loads(text: str) -> Any:
-    """The value of a JSON text; raises :class:`JSONError` for anything that is not plain, finite JSON."""
+def _decode(text: str, integer: Callable[[str], Any], real: Callable[[str], Any],
+            constant: Callable[[str], Any]) -> Any:
+    """``json.loads`` with these readers of integers, reals and NaN/Infinity; its failures made :class:`JSONError`."""
     try:
-        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_refuse_constant)
+        return json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
     except json.JSONDecodeError as exc:
         raise JSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise JSONError("nested too deeply") from None
+
+
+def loads(text: str) -> Any:
+    """The value of a JSON text; raises :class:`JSONError` for anything that is not plain, finite JSON."""
+    return _decode(text, _bounded_int, _finite_float, _refuse_constant)
 
 
 #: How many candidate objects :func:`first_object` tries before it gives up (a reply is prose and one object).
@@ -95,12 +101,7 @@ def first_object(text: str) -> Any:
 def loads_shape(text: str) -> Any:
     """The structure of a JSON text whose numbers :func:`loads` may refuse (every number reads as 0), to tell
     what it was meant to be; raises :class:`JSONError` where the syntax itself is broken."""
-    try:
-        return json.loads(text, parse_int=_zero, parse_float=_zero, parse_constant=_zero)
-    except json.JSONDecodeError as exc:
-        raise JSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise JSONError("nested too deeply") from None
+    return _decode(text, _zero, _zero, _zero)
 
 
 def _zero(literal: str) -> int:
