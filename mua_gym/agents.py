@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from mua_gym.fairness import ARGUMENT_QUESTIONS
 from mua_gym.llm_client import AgentModelError, import_litellm, probe
 from mua_gym.redact import Redactor
 from mua_gym.task import Task
@@ -79,18 +80,6 @@ class OracleAgent(Agent):
         return {"role": "assistant", "content": "Is there anything else I can help you with today?"}
 
 
-#: How a fair agent asks for an argument it has not seen (by argument name; others by their name in words).
-ARGUMENT_QUESTIONS = {
-    "user_id": "What is your user id?", "email": "What is your email address?",
-    "first_name": "What is your name and zip code?", "last_name": "What is your name and zip code?",
-    "zip": "What is your name and zip code?", "phone_number": "What is your phone number?",
-    "order_id": "Which order is it about? What is the order id?",
-    "reservation_id": "What is the reservation number?",
-    "payment_method_id": "Which payment method would you like to use?",
-    "payment_id": "Which payment method would you like to use?",
-    "payment_methods": "Which payment method would you like to use?",
-    "passengers": "What are the passengers' names and dates of birth?",
-}
 #: What a fair agent writes for an argument no reward compares (a transfer summary): its own words.
 OWN_WORDS = "The customer needs help that my tools cannot give; please take over."
 
@@ -102,8 +91,9 @@ class FairAgent(OracleAgent):
     whether each has appeared in the conversation: the policy, the tool schemas, user messages and tool results,
     matched by the generator's fairness rules (:class:`mua_gym.fairness.Knowledge`). It never reads the scenario's
     facts. Before a call with unseen values it asks the user for those arguments in plain words
-    (:data:`ARGUMENT_QUESTIONS`); if they are still unseen it asks whether there is anything else (the user then
-    states its next request) and asks again, as often as the task has gold calls. A value never seen is never used:
+    (:data:`mua_gym.fairness.ARGUMENT_QUESTIONS`; other arguments by their name in words); if they are still
+    unseen it asks whether there is anything else (the user then states its next request) and asks again, as
+    often as the task has gold calls. A value never seen is never used:
     the agent gives up (``gave_up`` lists the values), apologises and only asks whether there is anything else from
     then on, so the episode fails. Before each write it states that call with its arguments (OracleAgent's plan
     format) and asks to proceed; it makes the write only if the user says yes. Arguments that no reward compares
@@ -316,27 +306,29 @@ class LiteLLMAgent(Agent):
 
 
 def check_agent_spec(spec: str, **kwargs: Any) -> str:
-    """Returns the kind of agent ``spec`` names (``oracle``, ``random``, ``litellm``); raises ``ValueError`` if none.
+    """Returns the kind of agent ``spec`` names (``oracle``, ``fair``, ``random``, ``litellm``); raises
+    ``ValueError`` if none.
 
     Cheap: no world, task or model is touched, so callers check a spec before building anything.
     """
-    if spec in ("oracle", "random"):
+    if spec in ("oracle", "fair", "random"):
         if kwargs:
             raise ValueError(f"the {spec} agent takes no keywords (got {', '.join(sorted(kwargs))}); "
                              "agent keywords are for litellm:<model>")
         return spec
     if spec.startswith("litellm:") and len(spec) > len("litellm:"):
         return "litellm"
-    raise ValueError(f"unknown agent {spec!r}: use oracle, random or litellm:<model>")
+    raise ValueError(f"unknown agent {spec!r}: use oracle, fair, random or litellm:<model>")
 
 
 def make_agent(spec: str, task: Task | None = None, seed: int | None = None, **kwargs: Any) -> Agent:
-    """``"oracle"`` (needs the task), ``"random"``, or ``"litellm:<model>"`` (``kwargs`` go to litellm)."""
+    """``"oracle"`` or ``"fair"`` (both need the task), ``"random"``, or ``"litellm:<model>"`` (``kwargs`` go to
+    litellm)."""
     kind = check_agent_spec(spec, **kwargs)
-    if kind == "oracle":
+    if kind in ("oracle", "fair"):
         if task is None:
-            raise ValueError("the oracle agent needs the task")
-        return OracleAgent(task)
+            raise ValueError(f"the {kind} agent needs the task")
+        return OracleAgent(task) if kind == "oracle" else FairAgent(task)
     if kind == "random":
         return RandomAgent(seed)
     return LiteLLMAgent(spec.split(":", 1)[1], **kwargs)

@@ -158,8 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="play episodes and print transcripts and rewards")
     run.add_argument("--env", default="mua/Mock-v0")
-    run.add_argument("--agent", default="oracle", help="oracle, random, or litellm:<model>")
-    run.add_argument("--user", default="scripted", help="scripted, scenario, or litellm:<model>")
+    run.add_argument("--agent", default="oracle", help="oracle, fair, random, or litellm:<model>")
+    run.add_argument("--user", default=None,
+                     help="scripted, scenario, or litellm:<model> (default: the domain's own)")
     run.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE",
                      help="keyword for the user simulator, e.g. api_base=http://127.0.0.1:8000/v1")
     run.add_argument("--judge", help="litellm:<model> to judge NL assertions (off by default)")

@@ -39,18 +39,26 @@ if TYPE_CHECKING:
     from mua_gym.domain import Domain
     from mua_gym.tools import ToolResult
 
-__all__ = ["Knowledge", "MAX_COUNT", "PLAIN_QUESTIONS", "domain_knowledge", "leaf_values", "unfair_values",
-           "user_disclosures"]
+__all__ = ["ARGUMENT_QUESTIONS", "Knowledge", "MAX_COUNT", "PLAIN_QUESTIONS", "domain_knowledge", "leaf_values",
+           "unfair_values", "user_disclosures"]
 
 #: Small counts an agent forms by counting what it has seen (passengers, bags, items).
 MAX_COUNT = 10
-#: What a fair agent may ask the user, in plain words (the scenario user answers each for every fact it holds).
-PLAIN_QUESTIONS = (
-    "What is your user id?", "What is your email address?", "What is your name and zip code?",
-    "What is your phone number?", "Which order is it about? What is the order id?",
-    "What is the reservation number?", "Which payment method would you like to use?",
-    "What are the passengers' names and dates of birth?",
-)
+#: What a fair agent asks, in plain words, for a value of each argument it has not seen (the scenario user answers
+#: each of these questions for every fact it holds).
+ARGUMENT_QUESTIONS = {
+    "user_id": "What is your user id?", "email": "What is your email address?",
+    "first_name": "What is your name and zip code?", "last_name": "What is your name and zip code?",
+    "zip": "What is your name and zip code?", "phone_number": "What is your phone number?",
+    "order_id": "Which order is it about? What is the order id?",
+    "reservation_id": "What is the reservation number?",
+    "payment_method_id": "Which payment method would you like to use?",
+    "payment_id": "Which payment method would you like to use?",
+    "payment_methods": "Which payment method would you like to use?",
+    "passengers": "What are the passengers' names and dates of birth?",
+}
+#: Every plain question, once each.
+PLAIN_QUESTIONS = tuple(dict.fromkeys(ARGUMENT_QUESTIONS.values()))
 #: How a fair agent hears the user's next request.
 NEXT_REQUEST = "Is there anything else I can help you with?"
 
@@ -161,12 +169,13 @@ def free_arguments(call: Action) -> frozenset[str]:
     return frozenset(call.arguments) - frozenset(call.compare_args)
 
 
-_BASES: dict[tuple[str, str], Knowledge] = {}
+_BASES: dict[tuple["Domain", str], Knowledge] = {}
 
 
 def domain_knowledge(domain: "Domain", source: str = "generated") -> Knowledge:
-    """The policy and the tool schemas of ``domain`` for ``source`` as shared knowledge (built once)."""
-    key = (domain.name, source)
+    """The policy and the tool schemas of ``domain`` for ``source`` as shared knowledge (built once per domain
+    object: another domain registered under the same name gets its own)."""
+    key = (domain, source)
     found = _BASES.get(key)
     if found is None:
         found = Knowledge()
@@ -178,16 +187,6 @@ def domain_knowledge(domain: "Domain", source: str = "generated") -> Knowledge:
     return found
 
 
-def _run_now(coro: Any) -> Any:
-    """The value of a coroutine that never suspends (the scenario user's are immediate)."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise RuntimeError("the scenario user waited on something")
-
-
 #: The persona that volunteers nothing and never walks away (for tasks without a persona of their own).
 _QUIET = Persona(disclosure="minimal", patience=10 ** 6)
 
@@ -197,16 +196,17 @@ def user_disclosures(task: Task) -> list[str]:
     until it has stated them all), and its reply to :data:`PLAIN_QUESTIONS` (it answers for every request stated).
     It plays the task's persona at minimal disclosure (nothing volunteered) and unlimited patience, so only plain
     answers count."""
+    from mua_gym.user_sims.base import run_immediate
     from mua_gym.user_sims.scenario import ScenarioUser
 
     own = task.user_scenario.persona
     persona = _QUIET if own is None else own.model_copy(update={"disclosure": "minimal", "patience": 10 ** 6})
     user = ScenarioUser(persona=persona)
-    said = [_run_now(user.start(task)).content]
+    said = [run_immediate(user.start(task)).content]
     nudge = [AssistantMessage(content=NEXT_REQUEST)]
     for _ in range(len(task.user_scenario.intents) - user.stated):
-        said.append(_run_now(user.respond(nudge)).content)
-    said.append(_run_now(user.respond([AssistantMessage(content=" ".join(PLAIN_QUESTIONS))])).content)
+        said.append(run_immediate(user.respond(nudge)).content)
+    said.append(run_immediate(user.respond([AssistantMessage(content=" ".join(PLAIN_QUESTIONS))])).content)
     return said
 
 

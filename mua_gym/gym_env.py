@@ -17,6 +17,7 @@ import gymnasium
 from mua_gym.env import AsyncMuaEnv, PendingStep
 from mua_gym.spaces import ActionSpace, MessagesSpace
 from mua_gym.trajectory import Trajectory
+from mua_gym.user_sims.base import run_immediate
 from mua_gym.world import World
 
 __all__ = ["MuaEnv"]
@@ -72,16 +73,6 @@ class _Runner:
         self._loop = None
 
 
-def _run_now(coro: Coroutine[Any, Any, T]) -> T:
-    """Runs a coroutine that never suspends (see ``UserSimulator.immediate``) without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coro.close()
-    raise RuntimeError("a user simulator marked immediate waited on something; mark it immediate = False")
-
-
 async def _drain() -> None:
     """Finishes what libraries left on the loop (litellm's logging worker), so nothing dies on a closed loop."""
     current = asyncio.current_task()
@@ -114,14 +105,14 @@ class MuaEnv(gymnasium.Env):
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         super().reset(seed=seed)
         reset = self.core.reset(seed=seed, options=options)
-        return _run_now(reset) if self.core.user.immediate else self._runner.run(reset)
+        return run_immediate(reset) if self.core.user.immediate else self._runner.run(reset)
 
     def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
         started = self.core.begin_step(action)
         if isinstance(started, PendingStep):
             rest = self.core.complete_step(started)
             if self.core.user.immediate and self.core.judge is None:
-                return _run_now(rest)
+                return run_immediate(rest)
             return self._runner.run(rest)
         return started
 

@@ -17,14 +17,14 @@ A simulator that cannot answer raises :class:`UserSimulatorError`; the episode t
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Coroutine, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.task import Task
 
-__all__ = ["STOP_TOKENS", "UserReply", "UserSimulator", "UserSimulatorError", "UserView"]
+__all__ = ["STOP_TOKENS", "UserReply", "UserSimulator", "UserSimulatorError", "UserView", "run_immediate"]
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"
@@ -84,3 +84,17 @@ class UserSimulator(abc.ABC):
 
     async def aclose(self) -> None:
         """Releases any resources (connections, servers)."""
+
+
+T = TypeVar("T")
+
+
+def run_immediate(coro: Coroutine[Any, Any, T]) -> T:
+    """The value of a simulator's coroutine that never suspends (see ``UserSimulator.immediate``), run without an
+    event loop; raises RuntimeError if it does suspend."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a user simulator marked immediate waited on something; mark it immediate = False")
