@@ -145,8 +145,11 @@ class Domain:
         sources = sorted(set(self.worlds) | set(self.task_sources))
         if source not in sources:
             raise ValueError(f"domain {self.name!r} has no world source {source!r}; choose from {sources}")
+        if "source" in params:  # it would reach the policy function twice
+            raise ValueError("world_params may not hold 'source': name the world source with world=...")
         make = self.task_sources.get(source)
         accepted, open_ended = _keyword_names(make, skip=2) if make is not None else (set(), False)
+        accepted.discard("source")
         if open_ended:
             return
         for key in params:

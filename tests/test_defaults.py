@@ -67,3 +67,16 @@ def test_valid_world_params_are_accepted_and_listed():
 def test_an_unknown_world_source_fails_at_make():
     with pytest.raises(ValueError, match=r"no world source 'tau3'.*\['generated', 'tau2'\]"):
         mua_gym.make("mua/Retail-v0", world="tau3")
+
+
+def test_world_params_may_not_name_the_source():
+    with pytest.raises(ValueError, match="may not hold 'source'.*world="):
+        mua_gym.make("mua/Airline-v0", world_params={"source": "tau2"})
+
+
+def test_the_cli_plays_telecom_with_the_domains_default_user(capsys):
+    from mua_gym.cli import main
+
+    assert main(["run", "--env", "mua/Telecom-v0", "--split", "test", "--agent", "oracle", "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "user scenario" in out and "2 episodes, mean reward 1.000" in out
