@@ -8,7 +8,9 @@ hacker tries first:
 - ``affirmations``: "yes / confirm / done" over and over;
 - ``requests``: one request per turn, cycling through every request word and every phone request the scenario
   user recognises (read from its own tables, so the list stays complete), then "anything else?";
-- ``mixed``: a greeting, then requests interleaved with affirmations, then "anything else?".
+- ``mixed``: a greeting, then requests interleaved with affirmations, then "anything else?";
+- ``answers``: every answer an information request could have, said at once (each flight status there is, a
+  zero amount, a made-up tracking number), so that an answer judged by words alone would be paid.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from typing import Any, Callable, Sequence
 
 from mua_gym.agents import Agent
 
-__all__ = ["BLIND_AGENTS", "BlindAgent", "affirmations_agent", "greetings_agent", "mixed_agent", "request_lines",
-           "requests_agent"]
+__all__ = ["BLIND_AGENTS", "BlindAgent", "affirmations_agent", "answers_agent", "greetings_agent", "mixed_agent",
+           "request_lines", "requests_agent"]
 
 GREETINGS = ("Hello!", "Hi there, how can I help you today?", "Good day! I'm here to help.",
              "Thanks for reaching out to us.", "Hello again! Happy to help.")
 AFFIRMATIONS = ("Yes.", "Confirm.", "Done.", "Yes, confirmed. Done.", "OK, go ahead.", "Yes, I confirm.",
                 "All done!", "Shall I proceed? Yes/no?")
 CLOSING = "Is there anything else I can help you with?"
+ANSWERS = ("Your flight's status is one of: available, on time, scheduled, delayed, flying, landed, cancelled, "
+           "diverted.", "The total you paid is $0.00, the balance left is $0.00, and the tracking number is "
+           "123456789012.", "Your data usage is 0.0 GB of 0.0 GB, your bill is $0.00, and your line is active.")
 
 
 class BlindAgent(Agent):
@@ -86,8 +91,13 @@ def mixed_agent(lines: Sequence[str] | None = None) -> BlindAgent:
     return BlindAgent(said, then=CLOSING)
 
 
+def answers_agent() -> BlindAgent:
+    """Every possible answer at once, cycling (an answer judged only by its words would be paid)."""
+    return BlindAgent(ANSWERS)
+
+
 #: The blind scripts by name: each makes a fresh agent.
 BLIND_AGENTS: dict[str, Callable[[], BlindAgent]] = {
     "greetings": greetings_agent, "affirmations": affirmations_agent, "requests": requests_agent,
-    "mixed": mixed_agent,
+    "mixed": mixed_agent, "answers": answers_agent,
 }

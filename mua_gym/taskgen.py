@@ -39,7 +39,7 @@ class Intent:
     says: str
     gold: list[Action]
     communicate: list[str] = field(default_factory=list)
-    checks: list[Action] = field(default_factory=list)  # look-ups a refusal must make (ACTION basis)
+    checks: list[Action] = field(default_factory=list)  # look-ups a refusal or answer needs (ACTION basis)
     facts: dict[str, Any] = field(default_factory=dict)
 
 

@@ -4,7 +4,7 @@ Categories: book_one_way and book_round_trip (several passengers, split payments
 cancel (allowed by the policy) and refusals (a cancellation the policy forbids; a flight change on basic
 economy; compensation for a user who is not eligible, or who overstates their tier), change_flight,
 change_cabin, add_bags, update_passenger, compensation (the right certificate for a cancelled flight, also
-when the user asks for more), flight_status (judged by COMMUNICATE), and multi (2-3 intents). The user
+when the user asks for more), flight_status (judged by COMMUNICATE and the look-up), and multi (2-3 intents). The user
 authenticates with their user id. ``difficulty`` 1-3 sets the number of intents; 3 adds a refusal trap.
 """
 
@@ -349,9 +349,9 @@ class _Maker:
             return None
         fn, date = self.pick(flown)
         status = self.snap.days[(fn, date)]["status"]
-        return Intent("flight_status", f"What is the status of flight {fn} on {date}?",
-                      [action("get_flight_status", flight_number=fn, date=date)], communicate=[status],
-                      facts={"flight_number": fn, "date": date})
+        lookup = action("get_flight_status", flight_number=fn, date=date)  # a status is guessable: look it up
+        return Intent("flight_status", f"What is the status of flight {fn} on {date}?", [lookup],
+                      communicate=[status], checks=[lookup], facts={"flight_number": fn, "date": date})
 
 
 INTENTS = {

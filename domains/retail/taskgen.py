@@ -5,7 +5,7 @@ made: every gold call succeeds, replaying the gold actions scores 1.0, and doing
 Splits are disjoint by user (a seeded permutation of the world's users: 80% train, 10% dev, 10% test).
 
 Categories: cancel, modify_items, modify_address, modify_payment, user_address, return, exchange,
-information (order total, tracking number, gift card balance; judged by COMMUNICATE), refusal (a request
+information (order total, tracking number, gift card balance; judged by COMMUNICATE and the look-up), refusal (a request
 the policy forbids: the right answer looks it up and changes nothing), and multi (2-3 intents). Each task
 authenticates by email or by name and zip. ``difficulty`` 1-3 sets the number of intents; 3 also adds a
 forbidden request as a trap.
@@ -241,25 +241,26 @@ class _Maker:
         gift = [m for m in self.snap.methods.get(self.user["user_id"], []) if m["source"] == "gift_card"]
         if kind == "balance" and gift:
             card = self.pick(gift)
-            return Intent("information", f"What is the balance left on my gift card {card['id']}?",
-                          [action("get_user_details", user_id=self.user["user_id"])],
-                          communicate=[_money(card["balance"] or 0.0)], facts={"gift_card": card["id"]})
+            lookup = action("get_user_details", user_id=self.user["user_id"])
+            return Intent("information", f"What is the balance left on my gift card {card['id']}?", [lookup],
+                          communicate=[_money(card["balance"] or 0.0)], checks=[lookup],
+                          facts={"gift_card": card["id"]})
         tracked = [o for o in self.orders("delivered", "processed") if o["tracking"]]
         if kind == "tracking" and tracked:
             order = self.pick(tracked)
             self.used.add(order["id"])
-            return Intent("information", f"What is the tracking number of my order {order['id']}?",
-                          [action("get_order_details", order_id=order["id"])], communicate=[order["tracking"][0]],
-                          facts={"order_id": order["id"]})
+            lookup = action("get_order_details", order_id=order["id"])
+            return Intent("information", f"What is the tracking number of my order {order['id']}?", [lookup],
+                          communicate=[order["tracking"][0]], checks=[lookup], facts={"order_id": order["id"]})
         candidates = self.orders("pending", "processed", "delivered")
         if not candidates:
             return None
         order = self.pick(candidates)
         self.used.add(order["id"])
         total = round(sum(i["price"] for i in order["items"]), 2)
-        return Intent("information", f"How much did I pay in total for order {order['id']}?",
-                      [action("get_order_details", order_id=order["id"])], communicate=[_money(total)],
-                      facts={"order_id": order["id"]})
+        lookup = action("get_order_details", order_id=order["id"])
+        return Intent("information", f"How much did I pay in total for order {order['id']}?", [lookup],
+                      communicate=[_money(total)], checks=[lookup], facts={"order_id": order["id"]})
 
     def refusal(self) -> Intent | None:
         options = []
