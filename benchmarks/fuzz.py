@@ -18,10 +18,7 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mua_gym.testing import FuzzCounts, fuzz  # noqa: E402
-
-CONFIGS = [("mock", "scripted"), ("mock", "scenario"), ("retail", "scripted"), ("retail", "scenario"),
-           ("airline", "scripted"), ("airline", "scenario"), ("telecom", "scenario")]
+from mua_gym.testing import FUZZ_SETUPS, FuzzCounts, fuzz  # noqa: E402
 
 
 def main() -> int:
@@ -32,7 +29,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=40, help="generated tasks per split (smaller: faster start)")
     parser.add_argument("--max-size", type=int, default=200_000, help="the longest spam text, in characters")
     args = parser.parse_args()
-    configs = [c for c in CONFIGS if args.domain in ("all", c[0])]
+    configs = [c for c in FUZZ_SETUPS if args.domain in ("all", c[0])]
     share = -(-args.actions // len(configs))
     results: list[tuple[FuzzCounts, float]] = []
     for i, (domain, user) in enumerate(configs):

@@ -30,9 +30,12 @@ from mua_gym.messages import AssistantMessage, ToolCall
 from mua_gym.parsing import MAX_TOOL_CALLS
 from mua_gym.trajectory import Trajectory
 
-__all__ = ["ActionFuzzer", "FuzzCounts", "SLOW_STEP_S", "fuzz"]
+__all__ = ["ActionFuzzer", "FUZZ_SETUPS", "FuzzCounts", "SLOW_STEP_S", "fuzz"]
 
 SLOW_STEP_S = 1.0
+#: The (domain, user) pairs the fuzzer covers: every domain, with each user that can play it.
+FUZZ_SETUPS = (("mock", "scripted"), ("mock", "scenario"), ("retail", "scripted"), ("retail", "scenario"),
+               ("airline", "scripted"), ("airline", "scenario"), ("telecom", "scenario"))
 HUGE_DIGITS = "9" * 5000  # past Python's int-from-str limit (4,300 digits)
 HUGE_INT = 10 ** 5000  # made by arithmetic: int("9" * 5000) itself raises
 SQL = ["'; DROP TABLE users; --", "1 OR 1=1", "\" OR \"\"=\"", "'); DELETE FROM orders; --", "%", "_%_", "NULL",

@@ -8,15 +8,8 @@ from mua_gym.testing import fuzz
 from mua_gym.world import World
 
 SMALL = {"count": 40}  # generated tasks: a small set keeps the first reset of each domain short
-CONFIGS = [  # (domain, user, world_params, actions): 20,000 actions in all
-    ("mock", "scripted", None, 2500),
-    ("mock", "scenario", None, 2500),
-    ("retail", "scripted", SMALL, 3000),
-    ("retail", "scenario", SMALL, 3000),
-    ("airline", "scripted", SMALL, 3000),
-    ("airline", "scenario", SMALL, 3000),
-    ("telecom", "scenario", SMALL, 3000),
-]
+ACTIONS = {"mock": 2500, "retail": 3000, "airline": 3000, "telecom": 3000}  # 20,000 actions in all
+CONFIGS = [(domain, user, None if domain == "mock" else SMALL, ACTIONS[domain]) for domain, user in testing.FUZZ_SETUPS]
 
 
 def test_the_configs_make_twenty_thousand_actions():
