@@ -98,6 +98,26 @@ def test_agent_steps_and_bare_questions_make_the_user_do_nothing(env, tasks):
     assert env.unwrapped.trajectory().user_tool_calls == 0 and _read(env, "check_network_status") == roaming
 
 
+def test_a_request_is_read_in_its_own_clause_and_a_negated_one_is_never_performed(env, tasks, user_tools):
+    for text in ("could you turn off airplane mode so i can check your signal?",  # the agent's step is another clause
+                 "please turn off airplane mode, and i will check the line.",
+                 "don't turn off wi-fi, but please turn off airplane mode."):
+        request = request_in_words(text, user_tools)
+        assert request is not None and request.setting.key == "airplane" and request.want is False, text
+    negated = ("please do not turn off airplane mode", "Please don't turn off airplane mode.",
+               "Never turn off airplane mode, please.", "There is no need to turn off airplane mode.",
+               "Please don\u2019t restart your phone.")
+    assert all(request_in_words(text.lower(), user_tools) is None for text in negated)
+    assert request_in_words("please don't forget to turn off airplane mode.", user_tools).want is False
+
+    env.reset(options={"task": _task(tasks, "airplane:on")})
+    for text in negated:
+        _say(env, text)
+    assert env.unwrapped.trajectory().user_tool_calls == 0 and "Airplane Mode: ON" in _read(env, "check_network_status")
+    reply, _ = _say(env, "Could you turn off airplane mode so I can check your signal?")
+    assert "now OFF" in reply and "Airplane Mode: OFF" in _read(env, "check_network_status")
+
+
 def test_named_tools_run_as_named_and_bad_arguments_get_a_question(env, tasks, user_tools):
     task = _task(tasks, "data_off:off")
     env.reset(options={"task": task})

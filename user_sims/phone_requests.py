@@ -32,9 +32,11 @@ REQUEST_WORDS = ("please", "could you", "can you", "would you", "try", "go to", 
                  "what do you see", "restart", "reboot")
 _REQUEST = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in REQUEST_WORDS) + r")\b")
 _SENTENCE_END = re.compile(r"[.;!?\n]")
-#: A sentence about the agent's own step ("shall I enable roaming?") asks the user to do nothing.
+#: A clause about the agent's own step ("shall I enable roaming?") asks the user to do nothing.
 _AGENTS_OWN = re.compile(r"\b(?:shall i|should i|may i|can i|want me to|like me to|i will|i'll|i can|i am going to|"
                          r"i'm going to|we will|we'll)\b")
+#: A clause that asks the user not to do something ("please don't turn it off"); "don't forget to" still asks.
+_NEGATED = re.compile(r"\b(?:do not|don't|don’t|dont|never|no need to)\b(?! forget| hesitate)")
 #: What separates two instructions inside a sentence ("check X, then turn Y off").
 _CLAUSE_END = re.compile(r",|\b(?:and|then|but|if|once|after|when|so)\b")
 _OFF = re.compile(r"\b(?:off|disable|deactivate|disconnect)\b")
@@ -213,16 +215,18 @@ def _sentences_with_requests(text: str) -> Iterable[tuple[int, int]]:
         at = end + 1
 
 
-def _clause(text: str, start: int, end: int, topic: re.Match[str]) -> str:
-    """The part of the sentence ``[start, end)`` around ``topic`` up to the nearest clause break either side."""
-    lo, hi = start, end
-    for mark in _CLAUSE_END.finditer(text, start, end):
-        if mark.end() <= topic.start():
-            lo = mark.end()
-        elif mark.start() >= topic.end():
-            hi = mark.start()
-            break
-    return text[lo:hi]
+def _topics_in_clauses(text: str, start: int, end: int) -> Iterable[tuple[re.Match[str], int, int]]:
+    """(topic, clause start, clause end) for each setting named in the sentence ``[start, end)``, in order: the
+    clause is the part around the topic up to the nearest clause break either side. One pass over the sentence."""
+    marks = [(m.start(), m.end()) for m in _CLAUSE_END.finditer(text, start, end)]
+    lo, at = start, 0
+    for topic in _TOPIC.finditer(text, start, end):
+        while at < len(marks) and marks[at][1] <= topic.start():
+            lo, at = marks[at][1], at + 1
+        after = at
+        while after < len(marks) and marks[after][0] < topic.end():  # a break inside the topic's words
+            after += 1
+        yield topic, lo, marks[after][0] if after < len(marks) else end
 
 
 def _switch(setting: Setting, clause: str, sentence: str) -> PhoneRequest:
@@ -273,19 +277,20 @@ def request_in_words(text: str, tools: frozenset[str]) -> PhoneRequest | None:
     Only settings whose tools the user has count. Linear in ``len(text)``.
     """
     for start, end in _sentences_with_requests(text):
-        if _AGENTS_OWN.search(text, start, end):
-            continue
-        for topic in _TOPIC.finditer(text, start, end):
+        judged: tuple[int, int, bool] | None = None  # the last clause looked at, and whether it asks (topics share one)
+        for topic, lo, hi in _topics_in_clauses(text, start, end):
             setting = SETTINGS[int(topic.lastgroup[1:])]  # type: ignore[index]
             needed = [t for t in (setting.read, setting.toggle, setting.action, setting.on_tool, setting.off_tool) if t]
             if not all(t in tools for t in needed):
                 continue
-            clause, sentence = _clause(text, start, end, topic), text[start:end]
+            if judged is None or judged[:2] != (lo, hi):
+                judged = lo, hi, not (_AGENTS_OWN.search(text, lo, hi) or _NEGATED.search(text, lo, hi))
+            if not judged[2]:  # the agent's own step, or a "do not ...": nothing is asked of the user here
+                continue
+            clause, sentence = text[lo:hi], text[start:end]
             if setting.toggle or setting.on_tool:
-                request = _switch(setting, clause, sentence)
-            else:
-                request = _action(setting, clause, sentence)
-            return request
+                return _switch(setting, clause, sentence)
+            return _action(setting, clause, sentence)
     return None
 
 
