@@ -173,6 +173,13 @@ def test_confirmation_needs_a_stated_plan():
     unstructured = Task(id="u", domain="mock", script=["Hi, please cancel my order."])
     asyncio.run(user.start(unstructured, seed=0))  # nothing to match: a change and any id make it a plan
     assert reply("Shall I cancel it?").startswith("What") and reply("Shall I cancel O1001?").startswith("Yes")
+    asyncio.run(user.start(task, seed=0))  # a plan that says "order number" or "name" is a plan, not a question
+    for plan in (f"I will cancel order number {order}. Shall I proceed?",
+                 f"I will cancel order {order} under your name. Shall I proceed?",
+                 f"To verify: I will cancel order {order}. Is that correct?"):
+        assert reply(plan).startswith("Yes"), plan
+    assert reply("What is the order number?") == f"It's order {order}."  # a plain question is still answered
+    assert reply("I will cancel order number #W0000000. Shall I proceed?") == f"It's order {order}."
     declining = Task.model_validate(task.model_dump())
     declining.user_scenario.intents[0]["accept"] = False
     asyncio.run(user.start(declining, seed=0))

@@ -43,6 +43,11 @@ _NOT_ANCHORS = frozenset({"category", "says", "faults", "accept", "plan_terms"})
 _ID_KEYS = ("_id", "_ids", "_number", "_numbers")
 
 
+#: What makes a message ask the user to confirm something ("shall I proceed?", "is that correct?").
+_CONFIRM = re.compile(r"shall i|should i|would you like me to|do you want me to|proceed|confirm|go ahead|yes/no|\(yes|"
+                      r"is (?:that|this) (?:correct|right|ok)|sound good")
+
+
 def _has(text: str, *patterns: str) -> bool:
     return any(re.search(p, text) for p in patterns)
 
@@ -142,8 +147,8 @@ class ScenarioUser(UserSimulator):
         self.agent_turns += 1
         if self.agent_turns > self.persona.patience:
             return UserReply(content="This is taking too long; I'll try another time. " + STOP, walked_away=True)
-        text = text[:READ_LIMIT]
-        return self._answer(text.lower(), text)
+        raw = text[:READ_LIMIT]
+        return self._answer(raw.lower(), raw)
 
     # -- what to say -------------------------------------------------------------------------------
     def _identity(self) -> str:
@@ -189,16 +194,8 @@ class ScenarioUser(UserSimulator):
         return UserReply(content=STOP)
 
     # -- the phone (dual control): act only when asked to do that very thing ------------------------------------
-    def _phone_action(self, raw: str, in_words: bool) -> UserReply | None:
-        """What the user does on its phone for the agent's message ``raw``, or None if it asks nothing of it.
-
-        ``in_words=False``: only a user tool named outright (``toggle_data``, ``set_x({...})``); otherwise a request
-        in words (see :mod:`mua_gym.user_sims.phone_requests`): a check runs the read tool, an action its tool, an
-        on/off set reads the setting first.
-        """
-        request = named_request(raw, self.tools) if not in_words else request_in_words(raw.lower(), self.tools)
-        if request is None:
-            return None
+    def _perform(self, request: PhoneRequest) -> UserReply:
+        """The user's turn for a phone ``request``: its reply (``ask``) or its tool calls; a set reads first."""
         if request.kind == "ask":
             return UserReply(content=self._say(request.reply))
         if request.kind == "set":
@@ -339,30 +336,41 @@ class ScenarioUser(UserSimulator):
         parts = list(dict.fromkeys(p for p in parts if p))
         return UserReply(content=self._say(" ".join(parts))) if parts else None
 
-    def _answer(self, text: str, raw: str = "") -> UserReply:
+    def _confirm(self, planned: dict[str, Any] | None) -> UserReply:
+        """The answer to "shall I?": what exactly, without a plan; yes to a plan for a request it accepts; else no."""
+        if planned is None:  # a bare "shall I proceed?" states no plan to agree to
+            return UserReply(content=self._say("What exactly will you do? Please tell me the details first."))
+        if planned.get("accept", True):
+            return UserReply(content=self._say("Yes, please go ahead."))
+        return UserReply(content=self._say("No, please don't do that."))
+
+    def _answer(self, text: str, raw: str) -> UserReply:
+        """The user's reply to the agent's message ``raw`` (``text``: the same, lower case)."""
         if self.tools:
-            action = self._phone_action(raw or text, in_words=False)
-            if action is not None:
-                return action
+            named = named_request(raw, self.tools)
+            if named is not None:
+                return self._perform(named)
         if _has(text, r"transfer", r"human agent", r"representative") and not _has(text, r"\?$"):
             return UserReply(content=TRANSFER)
         if _has(text, r"anything else", r"something else", r"else (i|we) can", r"other (questions|requests)"):
             return self._next_or_stop()
+        confirming = _CONFIRM.search(text) is not None
+        planned = self._plan(text) if confirming else None
+        on_phone: PhoneRequest | None = None
+        if planned is not None:  # a stated plan is agreed to, even where it says "order number" or "name"
+            on_phone = request_in_words(text, self.tools) if self.tools else None
+            if on_phone is None:
+                return self._confirm(planned)
         disclosed = self._disclose(text)
         if disclosed is not None:
             return disclosed
         if self.tools:  # before confirmations: "please go ahead and turn off airplane mode" asks for an action
-            action = self._phone_action(raw or text, in_words=True)
-            if action is not None:
-                return action
-        if _has(text, r"shall i", r"should i", r"would you like me to", r"do you want me to", r"proceed", r"confirm",
-                r"go ahead", r"yes/no", r"\(yes", r"is (that|this) (correct|right|ok)", r"sound good"):
-            planned = self._plan(text)
-            if planned is None:  # a bare "shall I proceed?" states no plan to agree to
-                return UserReply(content=self._say("What exactly will you do? Please tell me the details first."))
-            if planned.get("accept", True):
-                return UserReply(content=self._say("Yes, please go ahead."))
-            return UserReply(content=self._say("No, please don't do that."))
+            if planned is None:
+                on_phone = request_in_words(text, self.tools)
+            if on_phone is not None:
+                return self._perform(on_phone)
+        if confirming:
+            return self._confirm(planned)
         if _has(text, r"\?$", r"\?\s*$"):
             return UserReply(content=self._say("I'm not sure; I've told you what I know."))
         if self.stated < len(self.intents):
