@@ -181,6 +181,9 @@ def test_confirmation_needs_a_stated_plan():
         assert reply(plan).startswith("Yes"), plan
     assert reply("What is the order number?") == f"It's order {order}."  # a plain question is still answered
     assert reply("I will cancel order number #W0000000. Shall I proceed?") == f"It's order {order}."
+    kept = user._plan_anchors()
+    asyncio.run(user.start(task, seed=1))
+    assert user._plan_anchors() is kept  # made once per task, not once per episode
     declining = Task.model_validate(task.model_dump())
     declining.user_scenario.intents[0]["accept"] = False
     asyncio.run(user.start(declining, seed=0))

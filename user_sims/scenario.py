@@ -130,8 +130,7 @@ class ScenarioUser(UserSimulator):
         self._tools_from: list[dict[str, Any]] | None = None  # the schemas they were read from (the same each reset)
         self._pending: PhoneRequest | None = None  # an on/off request waiting for its read's result
         self._checking = False  # whether the phone tools just run were reads only (reported as what it shows)
-        # (the task, its plan anchors), made on first use; and every task's, by id (see _task_anchors)
-        self._anchors: tuple[Task | None, list[tuple[dict[str, Any], tuple[str, ...]]]] | None = None
+        # every task's plan anchors, by task id, made on first use (see _plan_anchors)
         self._anchor_memo: dict[str, tuple[Task, list[tuple[dict[str, Any], tuple[str, ...]]]]] = {}
 
     # -- protocol ----------------------------------------------------------------------------------
@@ -142,7 +141,7 @@ class ScenarioUser(UserSimulator):
         self.facts = dict(task.user_scenario.facts)
         self.intents = [dict(i) for i in task.user_scenario.intents]
         self.agent_turns = 0
-        self._pending, self._anchors = None, None
+        self._pending = None
         if tools is not self._tools_from:
             self._tools_from, self.tools = tools, frozenset(t["function"]["name"] for t in tools or [])
         if not self.intents:  # no structure: say what the task's script opens with
@@ -266,14 +265,8 @@ class ScenarioUser(UserSimulator):
 
     def _plan_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
         """(request, the lower-case ids a plan for it may name) for each of the user's requests, stated or not yet
-        (an agent may act on a request in its own order; a plan for any of them is one the user wants)."""
-        if self._anchors is None or self._anchors[0] is not self.task:
-            self._anchors = (self.task, self._task_anchors())
-        return self._anchors[1]
-
-    def _task_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
-        """(request, its anchors) for every request of the task. Kept per task (``_anchor_memo``): a task's words
-        do not change between episodes."""
+        (an agent may act on them in its own order). Kept per task (``_anchor_memo``): a task's words do not
+        change between episodes."""
         task = self.task
         if task is None:
             return []
