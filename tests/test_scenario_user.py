@@ -1,6 +1,7 @@
 """The scenario user cannot be gamed: on the phone it does only what it is asked to do (a check changes nothing, an
-on/off set leaves a setting that already is as asked), it agrees only to a plan actually stated, it never raises
-on what an agent sends, and it answers any text in linear time."""
+on/off set leaves a setting that already is as asked, a request it is asked not to carry out is not carried out), it
+agrees only to a plan that names a change and what it is for, it never raises on what an agent sends, and it answers
+any text in linear time."""
 
 import asyncio
 import time

@@ -11,6 +11,10 @@ The user acts only when asked to do that very thing:
   "reseat the SIM card"): its action tool runs. An on/off action is a **set**: the user first reads the setting
   and leaves it alone when it already is as asked ("It's already off"); a bare "toggle" flips it.
 
+A request is read in its clause (the part of the sentence between breaks such as "," "and" "then" "so"): a clause
+about the agent's own step ("so I can check your signal", "shall I enable roaming?") or a negated one ("do not",
+"don't", "never", "no need to") asks nothing, and the next setting named in the message is looked at instead.
+
 Only the first request of a message is taken (the policy asks for one phone action at a time). Every pattern is
 a flat alternation of words without nested or unbounded repetition, and each sentence is scanned a fixed number
 of times, so any text is read in time linear in its length.

@@ -7,12 +7,15 @@ answers: a plain question about a fact it holds always gets the fact), how long 
 waits before walking away, and how wordy it is. Tasks without structured intents fall back to their
 scripted opening line.
 
-It cannot be gamed by talk alone: it says "yes" only to a plan that names a change and something of a request it
-has stated (an id of it, the data amount asked for, its customer or line); a bare "shall I proceed?" gets "What
-exactly will you do?". On its phone (dual control) it does only what it is asked to do, as
-:mod:`mua_gym.user_sims.phone_requests` reads the request: asked to check, it runs the read tool and reports;
-asked to switch a setting, it leaves one that already is as asked; it never volunteers a fix. It reads at most
-:data:`READ_LIMIT` characters of a message, and every matcher is linear in what it reads.
+It cannot be gamed by talk alone: it says "yes" only to a plan that names a change and something of one of its
+requests, stated yet or not (an id of it, the data amount asked for), or else its customer, user or line id or
+phone number (see ``ScenarioUser._plan``); a bare "shall I proceed?" gets "What exactly will you do?", and a plan
+for a request it does not want (``accept: false``) gets "no". A plan is recognised before any question in it, so
+"I will cancel order number #W1 ... shall I proceed?" is agreed to, not answered with the order. On its phone (dual
+control) it does only what it is asked to do, as :mod:`mua_gym.user_sims.phone_requests` reads the request: asked
+to check, it runs the read tool and reports; asked to switch a setting, it leaves one that already is as asked;
+asked not to do something, or told of the agent's own step, it does nothing; it never volunteers a fix. It reads
+at most :data:`READ_LIMIT` characters of a message, and every matcher is linear in what it reads.
 """
 
 from __future__ import annotations
@@ -242,14 +245,16 @@ class ScenarioUser(UserSimulator):
         said = " ".join(r.content for r in results)[:600]
         return UserReply(content=self._say(f"It shows: {said}" if self._checking else f"Done. It says: {said}"))
 
-    # -- confirmation: only of a plan actually stated ------------------------------------------------------------
+    # -- confirmation: only of a plan that names a change and what it is for -------------------------------------
     def _plan(self, text: str) -> dict[str, Any] | None:
-        """The stated request whose plan ``text`` (lower case) states, or None if it states none.
+        """The user's request that ``text`` (lower case) states a plan for, or None if it states none.
 
-        A plan names a change (a verb: cancel, book, refuel, ...) and something of that request: an id from its
-        fields or its own words (order, reservation, item, payment method, phone number), the data amount asked
-        for, or the customer's or line's id. A task without structured requests has nothing to match: there a
-        plan needs a change and any id.
+        A plan names a change (a verb: cancel, book, refuel, ...) and something of one of the user's requests,
+        stated yet or not: a value of its ``*_id``/``*_number`` fields (with or without a digit), a token with a
+        digit from its other fields or its own words, the data amount it asks for, or one of its ``plan_terms``;
+        the first such request is returned. Failing that, a plan naming the customer's, user's or line's id or the
+        phone number is taken as one for the task's last request. A task without structured requests has nothing
+        to match: there a plan needs a change and any token with a digit (``{}`` is returned).
         """
         if _PLAN_VERB.search(text) is None:
             return None
