@@ -128,6 +128,9 @@ def test_named_tools_run_as_named_and_bad_arguments_get_a_question(env, tasks, u
                  'Please do this on your phone: set_network_mode_preference(["4g_5g_preferred"]).'):
         reply, _ = _say(env, text)
         assert reply.startswith("I couldn't make sense of the settings"), reply
+    for text in ("Please do not run toggle_data().", "Don't call toggle_data({}) yet, I am still checking.",
+                 "All good. There is no need to toggle_data now."):  # a negated tool is never run
+        _say(env, text)
     assert "Mobile Data Enabled: No" in _read(env, "check_network_status")
     assert env.unwrapped.trajectory().user_tool_calls == 0
     reply, _ = _say(env, "Please do this on your phone: toggle_data({}).")
@@ -137,6 +140,7 @@ def test_named_tools_run_as_named_and_bad_arguments_get_a_question(env, tasks, u
     assert named_request("please TOGGLE_DATA now", user_tools).calls == (("toggle_data", {}),)
     assert named_request("toggle_data_saver_mode()", user_tools).calls == (("toggle_data_saver_mode", {}),)
     assert named_request("refuel_data with {}", user_tools) is None  # an agent tool's name is not a user tool's
+    assert named_request("Don't worry, please run toggle_data().", user_tools).calls == (("toggle_data", {}),)
 
 
 def test_every_example_in_the_tables_is_understood(user_tools):

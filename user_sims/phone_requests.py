@@ -3,8 +3,8 @@
 The user acts only when asked to do that very thing:
 
 - a user tool named outright (``toggle_data``, ``set_network_mode_preference({"mode": "4g_5g_preferred"})``) runs
-  as named, with the JSON object in brackets as its arguments; arguments that are not a readable JSON object are
-  answered with a question, and nothing runs;
+  as named, with the JSON object in brackets as its arguments, unless its clause says not to ("don't run ...");
+  arguments that are not a readable JSON object are answered with a question, and nothing runs;
 - in words, a sentence that asks (a :data:`REQUEST_WORDS` word) and names a phone setting (:data:`SETTINGS`) is
   either a **check** ("check airplane mode", "what does your status bar show?"): the setting's read tool runs and
   the user reports what it shows, changing nothing; or an **action** on that setting ("turn airplane mode off",
@@ -171,11 +171,28 @@ def _names_pattern(tools: Iterable[str]) -> re.Pattern[str] | None:
 _NAMED_CACHE: dict[frozenset[str], tuple[re.Pattern[str] | None, bool]] = {}
 
 
+#: How far before a named tool its clause is read for a "do not" (a clause that asks is a few words long).
+_NEGATION_REACH = 200
+
+
+def _negated_before(raw: str, at: int) -> bool:
+    """Whether the clause of ``raw`` that leads up to ``at`` (at most :data:`_NEGATION_REACH` characters of it)
+    says not to do it ("please don't run toggle_data")."""
+    window = max(0, at - _NEGATION_REACH)
+    start = max(raw.rfind(mark, window, at) for mark in ".;!?\n") + 1  # past the sentence's end before it, if any
+    lead = raw[max(start, window):at].lower()
+    clause = 0
+    for mark in _CLAUSE_END.finditer(lead):
+        clause = mark.end()
+    return _NEGATED.search(lead, clause) is not None
+
+
 def named_request(raw: str, tools: frozenset[str]) -> PhoneRequest | None:
     """The user tool ``raw`` names outright, with the JSON object in brackets after it as its arguments.
 
-    Returns None when no user tool is named; an ``ask`` request when the arguments are not a readable JSON
-    object (a malformed or oversized literal is never run, and never raises).
+    Returns None when no user tool is named, or when the clause naming the first one says not to run it ("do not
+    run toggle_data"); an ``ask`` request when the arguments are not a readable JSON object (a malformed or
+    oversized literal is never run, and never raises).
     """
     if tools not in _NAMED_CACHE:
         _NAMED_CACHE[tools] = _names_pattern(tools), all("_" in t for t in tools)
@@ -183,7 +200,7 @@ def named_request(raw: str, tools: frozenset[str]) -> PhoneRequest | None:
     if pattern is None or (underscored and "_" not in raw):
         return None
     found = pattern.search(raw)
-    if found is None:
+    if found is None or _negated_before(raw, found.start()):
         return None
     name = found.group(1).lower()
     rest = raw[found.end():].lstrip()
