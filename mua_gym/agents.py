@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mua_gym.fairness import ARGUMENT_QUESTIONS
-from mua_gym.llm_client import AgentModelError, import_litellm, probe
+from mua_gym.llm_client import AgentModelError, acall, call, probe, split_call_limits
 from mua_gym.redact import Redactor
 from mua_gym.task import Task
 
@@ -286,23 +286,18 @@ class LiteLLMAgent(Agent):
               error=AgentModelError)
 
     def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
-        request = self._request(observation)
-        try:
-            response = import_litellm().completion(**request)
-        except Exception as exc:  # the provider's text may echo the key
-            raise self._error(exc) from None
-        return self._record(response)
+        """The model's next message, as an action; raises :class:`AgentError` (redacted) once retrying cannot help.
+
+        ``timeout``, ``max_retries`` and ``backoff`` among the keywords bound the call, as for the LLM user
+        (:class:`mua_gym.llm_client.CallLimits`); they are not sent to litellm.
+        """
+        request, limits = split_call_limits(self._request(observation))
+        return self._record(call(request, limits, role="agent", error=AgentError, redactor=self._redact))
 
     async def aact(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
-        request = self._request(observation)
-        try:
-            response = await import_litellm().acompletion(**request)
-        except Exception as exc:  # the provider's text may echo the key
-            raise self._error(exc) from None
-        return self._record(response)
-
-    def _error(self, exc: Exception) -> AgentError:
-        return AgentError(f"agent model call failed: {type(exc).__name__}: {self._redact(str(exc))}")
+        """:meth:`act` on the running event loop."""
+        request, limits = split_call_limits(self._request(observation))
+        return self._record(await acall(request, limits, role="agent", error=AgentError, redactor=self._redact))
 
 
 def check_agent_spec(spec: str, **kwargs: Any) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from typing import Any, Callable, Sequence, TextIO
+
+from mua_gym.llm_client import one_line
 
 __all__ = ["UsageError", "main"]
 
@@ -35,12 +36,6 @@ def _key_values(items: Sequence[str], option: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key.strip()] = value
     return out
-
-
-def _one_line(exc: BaseException) -> str:
-    # A KeyError's str() is the repr of its key; its message is what the caller wrote.
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    return re.sub(r"\s+", " ", text).strip() or type(exc).__name__
 
 
 def _printer(redact: Callable[[str], str]) -> Callable[..., None]:
@@ -73,7 +68,7 @@ def _run(args: argparse.Namespace) -> int:
         if isinstance(probe, LiteLLMAgent) and args.check:
             probe.check()
     except ValueError as exc:
-        raise UsageError(redact(_one_line(exc))) from None
+        raise UsageError(redact(one_line(exc))) from None
 
     env_kwargs: dict[str, Any] = {"user": args.user, "split": args.split, "world": args.world,
                                   "max_turns": args.max_turns, "check_models": args.check}
@@ -87,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         env = mua_gym.make(args.env, **env_kwargs)
     except (ValueError, KeyError, TypeError, gymnasium.error.Error) as exc:
         hint = " (mua-gym list shows the envs)" if isinstance(exc, gymnasium.error.Error) else ""
-        raise UsageError(redact(_one_line(exc)) + hint) from None
+        raise UsageError(redact(one_line(exc)) + hint) from None
     core = env.unwrapped.core
     out = open(args.jsonl, "w", encoding="utf-8") if args.jsonl else None
     rewards: list[float] = []
@@ -100,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
             try:
                 observation, info = env.reset(seed=seed, options=options)
             except (KeyError, ValueError) as exc:  # an unknown --task, an empty split
-                raise UsageError(redact(_one_line(exc))) from None
+                raise UsageError(redact(one_line(exc))) from None
             agent = make_agent(args.agent, task=core.task, seed=seed, **agent_kwargs)
             reward, agent_failed, info = _play(env, agent, observation, info, say)
             trajectory = env.unwrapped.trajectory()
@@ -136,7 +131,7 @@ def _play(env: Any, agent: Any, observation: Any, info: dict[str, Any], say: Cal
         try:
             action = agent.act(observation)
         except Exception as exc:  # an agent that fails ends its episode, not the run
-            say(f"agent error: {type(exc).__name__}: {_one_line(exc)}", sys.stderr)
+            say(f"agent error: {type(exc).__name__}: {one_line(exc)}", sys.stderr)
             return float(reward), True, info
         observation, reward, terminated, truncated, info = env.step(action)
         if terminated or truncated:

@@ -1,8 +1,10 @@
 """A pluggable judge for NL_ASSERTION: any chat model litellm reaches, one JSON verdict per assertion.
 
 Off unless configured: ``make("mua/Retail-v0", judge="litellm:<model>", judge_kwargs={...})``, or pass any
-async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`). A failing call
-raises :class:`JudgeError` with the configured keys redacted; :meth:`LLMJudge.check` probes the model.
+async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`). Each call has a
+timeout and is retried like the LLM user's (:func:`mua_gym.llm_client.acall`: rate limits, timeouts and 5xx with
+backoff, a refused connection once, errors that cannot heal never); one that still fails raises
+:class:`JudgeError` with the configured keys redacted. :meth:`LLMJudge.check` probes the model.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 from typing import Any
 
 from mua_gym.jsonsafe import first_object
-from mua_gym.llm_client import JudgeModelError, import_litellm, probe
+from mua_gym.llm_client import CallLimits, JudgeModelError, acall, probe
 from mua_gym.redact import Redactor
 
 __all__ = ["JudgeError", "LLMJudge", "make_judge"]
@@ -36,26 +38,32 @@ class JudgeError(RuntimeError):
 
 
 class LLMJudge:
-    """Asks ``model`` (through litellm) about the NL assertions of a finished episode."""
+    """Asks ``model`` (through litellm) about the NL assertions of a finished episode.
 
-    def __init__(self, model: str, **litellm_kwargs: Any) -> None:
+    ``timeout`` (seconds per try), ``max_retries`` and ``backoff`` (seconds, doubling) bound each call; every other
+    keyword goes to litellm.
+    """
+
+    def __init__(self, model: str, *, timeout: float = 60.0, max_retries: int = 3, backoff: float = 0.5,
+                 **litellm_kwargs: Any) -> None:
         self.model = model
+        self.limits = CallLimits(timeout, max_retries, backoff)
         self.kwargs = {"temperature": 0, **litellm_kwargs}
         self._redact = Redactor.of(litellm_kwargs)
 
     def check(self) -> None:
         """Makes one tiny call to the model; raises :class:`JudgeModelError` (one line, naming the fix) if it fails."""
-        probe(self.model, self.kwargs, role="judge", key_hint="judge_kwargs={'api_key': ...}", error=JudgeModelError)
+        probe(self.model, self.kwargs, role="judge", key_hint="judge_kwargs={'api_key': ...}", error=JudgeModelError,
+              timeout=min(self.limits.timeout, 30.0))
 
     async def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> list[bool]:
         transcript = "\n".join(f"{m['role'].upper()}: {m.get('content') or ''}" for m in messages
                                if m["role"] in ("user", "assistant") and m.get("content"))
         statements = "\n".join(f"{i}. {a}" for i, a in enumerate(assertions, start=1))
         prompt = [{"role": "user", "content": PROMPT.format(transcript=transcript, statements=statements)}]
-        try:
-            response = await import_litellm().acompletion(model=self.model, messages=prompt, **self.kwargs)
-        except Exception as exc:  # reported in reward_info["judge_error"]: the provider's text may echo the key
-            raise JudgeError(f"judge model call failed: {type(exc).__name__}: {self._redact(str(exc))}") from None
+        # A JudgeError is reported in reward_info["judge_error"]; its text is redacted (providers echo keys).
+        response = await acall({**self.kwargs, "model": self.model, "messages": prompt}, self.limits, role="judge",
+                               error=JudgeError, redactor=self._redact)
         data = first_object(response.choices[0].message.content or "")
         verdicts = data.get("verdicts") if isinstance(data, dict) else None
         if not isinstance(verdicts, list) or len(verdicts) != len(assertions):

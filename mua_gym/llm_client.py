@@ -4,24 +4,32 @@
   over the network and not to print its "Give Feedback / Get Help" banner on every failure.
 - :func:`failure_kind`: whether a failed call can heal. Permanent (never retried): bad request (unknown
   provider, bad parameters, context window, content policy), authentication, permission denied, not found,
-  unprocessable entity, and a ``TypeError`` raised before any request (bad keywords). Unreachable
-  (retried once: a server that is restarting comes back, one that is not running does not): connection
-  refused or failed. Transient (retried with backoff): rate limits, timeouts, 5xx, everything else.
+  unprocessable entity, a ``TypeError`` raised before any request (bad keywords), and an api_base with user
+  info that the async client refuses to combine with a key. Unreachable (retried once: a server that is
+  restarting comes back, one that is not running does not): connection refused or failed. Transient (retried
+  with backoff): rate limits, timeouts, 5xx, everything else.
+- :func:`acall` / :func:`call`: one model call with a timeout, retried as :func:`retries_allowed` says with
+  exponential backoff, raising the caller's error (its text redacted) once retrying cannot help.
 - :func:`probe`: one tiny call that checks a model's configuration, raising a one-line
   :class:`ModelConfigError` that names the fix.
+- :func:`one_line`: an error text (or exception) on one line, for messages that must not wrap.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
-from typing import Any, Literal, Mapping
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping
 
 from mua_gym.redact import Redactor
 
 __all__ = [
-    "AgentModelError", "FailureKind", "JudgeModelError", "ModelConfigError", "UserModelError", "check_models",
-    "describe_failure", "failure_kind", "import_litellm", "probe", "retries_allowed",
+    "LIMIT_KEYWORDS", "AgentModelError", "CallLimits", "FailureKind", "JudgeModelError", "ModelConfigError",
+    "UserModelError", "acall", "call", "check_models", "describe_failure", "failure_kind", "import_litellm",
+    "one_line", "probe", "retries_allowed", "split_call_limits",
 ]
 
 FailureKind = Literal["permanent", "unreachable", "transient"]
@@ -32,6 +40,8 @@ _PROBE_MESSAGES = [{"role": "user", "content": "Reply with OK."}]
 # A client that has no key at all fails before any request; litellm reports that as a 500 with no provider status.
 _NO_CREDENTIALS = re.compile(r"missing credentials|api_key client option must be set|api key is (missing|required)",
                              re.IGNORECASE)
+# aiohttp refuses, before any request, an api_base with user info when the client also sends a key.
+_CONFLICTING_AUTH = re.compile(r"cannot combine (authorization header|auth argument)", re.IGNORECASE)
 
 
 class ModelConfigError(ValueError):
@@ -65,12 +75,104 @@ def failure_kind(exc: BaseException) -> FailureKind:
     """Whether the failed call that raised ``exc`` is worth retrying (see the module docstring)."""
     if isinstance(exc, TypeError) and not _is_openai_error(exc):
         return "permanent"  # bad keywords, raised before any request: the same call fails the same way
+    if _CONFLICTING_AUTH.search(str(exc)):
+        return "permanent"
     if _is_connection_failure(exc):
         return "unreachable"
     status = _status(exc)
     if status in _PERMANENT_STATUS:
         return "permanent"
     return "transient"
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """How long one model call may take (seconds), how often a failure that can heal is retried, and the first
+    backoff (seconds; it doubles with each retry)."""
+
+    timeout: float = 60.0
+    max_retries: int = 3
+    backoff: float = 0.5
+
+    def __post_init__(self) -> None:
+        _require("timeout", self.timeout, _is_number(self.timeout) and self.timeout > 0, "a number > 0")
+        _require("max_retries", self.max_retries, _is_number(self.max_retries) and isinstance(self.max_retries, int)
+                 and self.max_retries >= 0, "a whole number >= 0")
+        _require("backoff", self.backoff, _is_number(self.backoff) and self.backoff >= 0, "a number >= 0")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _require(name: str, value: object, ok: bool, kind: str) -> None:
+    if not ok:
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+
+
+#: The keywords of :class:`CallLimits`: ours, never sent to the provider.
+LIMIT_KEYWORDS = ("timeout", "max_retries", "backoff")
+
+
+def split_call_limits(request: Mapping[str, Any]) -> tuple[dict[str, Any], CallLimits]:
+    """``request`` without the :data:`LIMIT_KEYWORDS`, and the limits they set (defaults for those missing)."""
+    rest = {k: v for k, v in request.items() if k not in LIMIT_KEYWORDS}
+    return rest, CallLimits(**{k: request[k] for k in LIMIT_KEYWORDS if k in request})
+
+
+def _bounded(request: Mapping[str, Any], limits: CallLimits) -> dict[str, Any]:
+    # The retries are ours (they know which failures can heal): the provider client must not add its own.
+    return {"max_retries": 0, **request, "timeout": limits.timeout}
+
+
+def _retry_delay(exc: BaseException, attempt: int, limits: CallLimits) -> float | None:
+    """Seconds to wait before retrying after failed try number ``attempt`` (from 0), or None to give up."""
+    if attempt >= retries_allowed(failure_kind(exc), limits.max_retries):
+        return None
+    return limits.backoff * (2 ** attempt)
+
+
+def _call_failed(role: str, exc: BaseException, attempt: int, redactor: Redactor) -> str:
+    if failure_kind(exc) == "permanent":
+        tries = "(not retried: it cannot heal)"
+    else:
+        tries = "after 1 try" if attempt == 0 else f"after {attempt + 1} tries"
+    return f"{role} model call failed {tries}: {type(exc).__name__}: {redactor(str(exc))}"
+
+
+async def acall(request: Mapping[str, Any], limits: CallLimits, *, role: str, error: Callable[[str], Exception],
+                redactor: Redactor) -> Any:
+    """litellm's response to ``request`` (``litellm.acompletion`` keywords), each try cut off after
+    ``limits.timeout``; raises ``error("<role> model call failed ...")``, redacted, once retrying cannot help."""
+    litellm = import_litellm()
+    request = _bounded(request, limits)
+    attempt = 0
+    while True:
+        try:
+            return await asyncio.wait_for(litellm.acompletion(**request), limits.timeout)
+        except Exception as exc:  # classified: permanent ones fail now, the rest are retried
+            delay = _retry_delay(exc, attempt, limits)
+            if delay is None:
+                raise error(_call_failed(role, exc, attempt, redactor)) from None
+            await asyncio.sleep(delay)
+            attempt += 1
+
+
+def call(request: Mapping[str, Any], limits: CallLimits, *, role: str, error: Callable[[str], Exception],
+         redactor: Redactor) -> Any:
+    """:func:`acall` without an event loop (``litellm.completion``); the provider client enforces the timeout."""
+    litellm = import_litellm()
+    request = _bounded(request, limits)
+    attempt = 0
+    while True:
+        try:
+            return litellm.completion(**request)
+        except Exception as exc:  # classified: permanent ones fail now, the rest are retried
+            delay = _retry_delay(exc, attempt, limits)
+            if delay is None:
+                raise error(_call_failed(role, exc, attempt, redactor)) from None
+            time.sleep(delay)
+            attempt += 1
 
 
 def retries_allowed(kind: FailureKind, max_retries: int) -> int:
@@ -141,14 +243,27 @@ def _key_variables(litellm: Any, model: str) -> str:
     return " or ".join(names)
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = re.sub(r"\s+", " ", text).strip()
-    return line if len(line) <= limit else line[:limit - 3] + "..."
+def one_line(error: str | BaseException, limit: int | None = None) -> str:
+    """``error`` (a text, or an exception's message) with its whitespace runs collapsed to single spaces, cut to
+    ``limit`` characters with "..." when longer; an exception without a message gives its type's name."""
+    if isinstance(error, BaseException):
+        # A KeyError's str() is the repr of its key; its message is what the caller wrote.
+        text = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
+        line = re.sub(r"\s+", " ", text).strip() or type(error).__name__
+    else:
+        line = re.sub(r"\s+", " ", error).strip()
+    return line if limit is None or len(line) <= limit else line[:limit - 3] + "..."
 
 
 def describe_failure(exc: BaseException, model: str, kwargs: Mapping[str, Any], key_hint: str,
                      redactor: Redactor | None = None) -> str:
-    """One line saying why a call to ``model`` failed and what to change (``key_hint``: how to pass a key)."""
+    """One line saying why a call to ``model`` failed and what to change (``key_hint``: how to pass a key),
+    redacted: the endpoint it names may carry a user and password."""
+    # Redacted before it is cut, so that no cut can leave part of a secret unrecognised.
+    return one_line((redactor or Redactor())(_diagnose(exc, model, kwargs, key_hint)), 300)
+
+
+def _diagnose(exc: BaseException, model: str, kwargs: Mapping[str, Any], key_hint: str) -> str:
     litellm = import_litellm()
     where = str(kwargs.get("api_base") or f"{_provider(model)}'s default endpoint")
     status = _status(exc)
@@ -167,8 +282,7 @@ def describe_failure(exc: BaseException, model: str, kwargs: Mapping[str, Any], 
         return f"cannot reach {where} for {model}: is the server running?"
     if _is_timeout(exc):
         return f"{model} did not answer at {where} in time: is the server up and the model loaded?"
-    detail = (redactor or Redactor())(str(exc))
-    return _one_line(f"{model} failed: {type(exc).__name__}: {detail}")
+    return f"{model} failed: {type(exc).__name__}: {exc}"
 
 
 def probe(model: str, kwargs: Mapping[str, Any], *, role: str, key_hint: str,
@@ -176,16 +290,18 @@ def probe(model: str, kwargs: Mapping[str, Any], *, role: str, key_hint: str,
     """Makes one tiny call to ``model``; returns if it answers, else raises ``error`` with the fix in one line.
 
     ``role`` (``"user"``, ``"judge"``, ``"agent"``) starts the message; ``key_hint`` says how the caller passes a
-    key (``"user_kwargs={'api_key': ...}"``), named in the fix for a failed authentication.
+    key (``"user_kwargs={'api_key': ...}"``), named in the fix for a failed authentication. The
+    :data:`LIMIT_KEYWORDS` in ``kwargs`` are not sent; a ``timeout`` there shorter than ``timeout`` wins.
     """
     litellm = import_litellm()
+    kwargs, limits = split_call_limits(kwargs)
     request = {**kwargs, "model": model, "messages": _PROBE_MESSAGES, "max_tokens": 1, "max_retries": 0,
-               "timeout": timeout}
+               "timeout": min(timeout, limits.timeout)}
     try:
         litellm.completion(**request)
     except Exception as exc:  # every failure is reported as the one-line configuration error
         message = describe_failure(exc, model, kwargs, key_hint, Redactor.of(dict(kwargs)))
-        raise error(_one_line(f"{role} model: {message}")) from None
+        raise error(one_line(f"{role} model: {message}", 300)) from None
 
 
 def check_models(*parts: object) -> None:

@@ -8,18 +8,18 @@ tools are offered to it as functions, and their results come back to it as tool 
 Faults never escape as anything but :class:`UserSimulatorError` (which ends the episode truncated with
 ``termination_reason="user_error"``): each call has a timeout; failures that can heal are retried with
 exponential backoff, those that cannot (bad request, authentication, not found: see
-:func:`mua_gym.llm_client.failure_kind`) end the episode at once; an empty or out-of-role reply is retried once
-with a correction. Error texts never carry the configured keys (:mod:`mua_gym.redact`). :meth:`LLMUser.check`
-makes one probe call and raises a one-line :class:`~mua_gym.llm_client.UserModelError` naming the fix.
+:func:`mua_gym.llm_client.failure_kind`) end the episode at once (:func:`mua_gym.llm_client.acall`, shared with
+the judge and the LLM agent); an empty or out-of-role reply is retried once with a correction. Error texts never
+carry the configured keys (:mod:`mua_gym.redact`). :meth:`LLMUser.check` makes one probe call and raises a
+one-line :class:`~mua_gym.llm_client.UserModelError` naming the fix.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
-from mua_gym.llm_client import UserModelError, failure_kind, import_litellm, probe, retries_allowed
+from mua_gym.llm_client import CallLimits, UserModelError, acall, probe
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.parsing import split_reasoning
 from mua_gym.redact import Redactor, is_secret_name
@@ -76,9 +76,7 @@ class LLMUser(UserSimulator):
         self.model = model
         self.name = f"litellm:{model}"
         self.persona_mode = persona
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
+        self.limits = CallLimits(timeout, max_retries, backoff)
         self.memo = ResponseMemo(memo) if isinstance(memo, str) else memo
         self.kwargs = litellm_kwargs
         self._redact = Redactor.of(litellm_kwargs)
@@ -95,7 +93,7 @@ class LLMUser(UserSimulator):
         if self.memo is not None and len(self.memo):
             return
         probe(self.model, self.kwargs, role="user", key_hint="user_kwargs={'api_key': ...}", error=UserModelError,
-              timeout=min(self.timeout, 30.0))
+              timeout=min(self.limits.timeout, 30.0))
 
     async def start(self, task: Task, *, seed: int | None = None,
                     tools: list[dict[str, Any]] | None = None) -> UserReply:
@@ -161,7 +159,7 @@ class LLMUser(UserSimulator):
             hit = self.memo.get(key)
             if hit is not None:
                 return hit
-        response = await self._call_with_retries(request)
+        response = await acall(request, self.limits, role="user", error=UserSimulatorError, redactor=self._redact)
         choice = response.choices[0].message
         message = {"content": choice.content,
                    "tool_calls": [{"id": c.id, "type": "function",
@@ -171,24 +169,6 @@ class LLMUser(UserSimulator):
         if self.memo is not None and key is not None:
             self.memo.put(key, message)
         return message
-
-    async def _call_with_retries(self, request: dict[str, Any]) -> Any:
-        """litellm's response to ``request``; raises :class:`UserSimulatorError` once retrying cannot help."""
-        litellm = import_litellm()
-        # The retries are ours (they know which failures can heal): the provider client must not add its own.
-        request = {"max_retries": 0, **request, "timeout": self.timeout}
-        attempt = 0
-        while True:
-            try:
-                return await asyncio.wait_for(litellm.acompletion(**request), self.timeout)
-            except Exception as exc:  # classified: permanent ones end the episode now, the rest are retried
-                kind = failure_kind(exc)
-                if attempt >= retries_allowed(kind, self.max_retries):
-                    tries = "(not retried: it cannot heal)" if kind == "permanent" else f"after {attempt + 1} tries"
-                    raise UserSimulatorError(f"user model call failed {tries}: "
-                                             f"{type(exc).__name__}: {self._redact(str(exc))}") from None
-                await asyncio.sleep(self.backoff * (2 ** attempt))
-                attempt += 1
 
 
 def _add_usage(usage: dict[str, float], response: Any) -> None:
