@@ -1,8 +1,9 @@
 """An OpenAI-compatible chat server on loopback that answers by model name, for failure-path tests.
 
 ``ok`` answers ``OK``; ``badkey`` fails 401 and echoes the bearer token it was sent (as careless providers do);
-``missing`` fails 404; ``busy`` fails 503 and echoes the token too. ``REQUESTS[model]`` counts the calls each
-model got, so a test can tell a retried call from one that was not.
+``missing`` fails 404; ``busy`` fails 503 and echoes the token too; ``flaky-N`` fails 503 N times, then answers
+once with a judge's verdict that its one statement holds, and so on. ``REQUESTS[model]`` counts
+the calls each model got, so a test can tell a retried call from one that was not.
 
     with error_llm_server() as api_base:
         litellm.completion(model="openai/badkey", api_base=api_base, api_key="...", messages=[...])
@@ -17,15 +18,24 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
-__all__ = ["REQUESTS", "error_llm_server"]
+__all__ = ["FLAKY_REPLY", "REQUESTS", "error_llm_server"]
 
 REQUESTS: Counter[str] = Counter()
 
 
-def _completion(model: str) -> dict[str, Any]:
+FLAKY_REPLY = json.dumps({"verdicts": [{"statement": 1, "true": True, "reason": "the transcript shows it"}]})
+
+
+def _completion(model: str, content: str = "OK") -> dict[str, Any]:
     return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "OK"}}],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+
+
+def _flaky_fails(model: str, request: int) -> bool:
+    """Whether request number ``request`` (from 1) to ``flaky-N`` is one of the N failures of its round."""
+    failures = model.removeprefix("flaky-")
+    return model.startswith("flaky-") and failures.isdigit() and (request - 1) % (int(failures) + 1) < int(failures)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -41,8 +51,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _completion(model))
         elif model == "badkey":
             self._send(401, {"error": {"message": f"Incorrect API key provided: {token}.", "code": 401}})
-        elif model == "busy":
+        elif model == "busy" or _flaky_fails(model, REQUESTS[model]):
             self._send(503, {"error": {"message": f"overloaded; request from key {token}", "code": 503}})
+        elif model.startswith("flaky-"):
+            self._send(200, _completion(model, FLAKY_REPLY))
         else:
             self._send(404, {"error": {"message": f"The model `{model}` does not exist", "code": 404}})
 

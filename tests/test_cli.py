@@ -91,10 +91,28 @@ def test_agent_errors_exit_1_and_print_no_key(capsys, api_base):
             f"api_key={KEY}", "--quiet"]
     assert main([*argv, "--no-check"]) == 1
     captured = capsys.readouterr()
-    assert "agent error: AgentError: agent model call failed: AuthenticationError" in captured.err
+    assert ("agent error: AgentError: agent model call failed (not retried: it cannot heal): AuthenticationError"
+            in captured.err)
     assert "(agent_error, " in captured.out and KEY not in captured.out + captured.err
     assert main(argv) == 2
     assert "mua-gym: error: agent model: authentication failed for openai/badkey" in capsys.readouterr().err
+
+
+def test_a_password_in_an_api_base_is_never_printed(capsys, api_base):
+    password = "s3cretPassw0rd"
+    refused = f"api_base=http://bob:{password}@127.0.0.1:9/v1"
+    assert main(["run", "--user", "litellm:openai/x", "--user-arg", refused, "--user-arg", "api_key=x"]) == 2
+    assert capsys.readouterr().err == ("mua-gym: error: user model: cannot reach http://[redacted]@127.0.0.1:9/v1 "
+                                       "for openai/x: is the server running?\n")
+    # Unprobed, the agent's calls fail on the busy server, which echoes the basic-auth header (bob:password).
+    with_password = api_base.replace("http://", f"http://bob:{password}@")
+    argv = ["run", "--agent", "litellm:openai/busy", "--agent-arg", f"api_base={with_password}", "--agent-arg",
+            "api_key=x", "--agent-arg", "max_retries=0", "--quiet", "--no-check"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "agent error: AgentError: agent model call failed after 1 try: ServiceUnavailableError" in captured.err
+    assert "request from key [redacted]" in captured.err and password not in captured.out + captured.err
+    assert "Ym9iOnMzY3JldFBhc3N3MHJk" not in captured.err  # bob:s3cretPassw0rd in base64
 
 
 def test_console_script_exit_status_and_environment_key_redaction(api_base):
