@@ -232,7 +232,8 @@ def test_prose_drops_braced_arguments_without_walking_the_message():
 
 
 @pytest.mark.parametrize("shape", ["please turn ", "a", "please. ", "please airplane ", "toggle_data(", "{",
-                                   "shall i proceed? ", "please check data saver and ", "email? "])
+                                   "shall i proceed? ", "please check data saver and ", "email? ",
+                                   "please don't turn wi-fi off, ", "please don't wifi ", "do not toggle_data "])
 def test_a_megabyte_of_any_shape_is_answered_fast(env, tasks, shape):
     user = ScenarioUser()
     asyncio.run(user.start(tasks[0], seed=0, tools=env.core._user_tool_schemas))
@@ -242,9 +243,10 @@ def test_a_megabyte_of_any_shape_is_answered_fast(env, tasks, shape):
     assert time.perf_counter() - started < 0.5
 
 
-def test_phone_request_matching_is_linear(user_tools):
+@pytest.mark.parametrize("unit", ["turn ", "don't turn wi-fi off, ", "don't wifi ", "i will check wifi and "])
+def test_phone_request_matching_is_linear(user_tools, unit):
     def cost(n: int) -> float:
-        text = "please " + "turn " * n
+        text = "please " + unit * n  # requests, or clauses that ask nothing and are passed over one by one
         best = float("inf")
         for _ in range(3):
             started = time.perf_counter()
@@ -252,7 +254,7 @@ def test_phone_request_matching_is_linear(user_tools):
             best = min(best, time.perf_counter() - started)
         return best
 
-    small, large = cost(20_000), cost(80_000)
+    small, large = cost(100_000 // len(unit)), cost(400_000 // len(unit))
     assert large < 8 * small + 0.01  # four times the text: a quadratic matcher would take sixteen times as long
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
@@ -236,18 +237,12 @@ def _sentences_with_requests(text: str) -> Iterable[tuple[int, int]]:
         at = end + 1
 
 
-def _topics_in_clauses(text: str, start: int, end: int) -> Iterable[tuple[re.Match[str], int, int]]:
-    """(topic, clause start, clause end) for each setting named in the sentence ``[start, end)``, in order: the
-    clause is the part around the topic up to the nearest clause break either side. One pass over the sentence."""
-    marks = [(m.start(), m.end()) for m in _CLAUSE_END.finditer(text, start, end)]
-    lo, at = start, 0
-    for topic in _TOPIC.finditer(text, start, end):
-        while at < len(marks) and marks[at][1] <= topic.start():
-            lo, at = marks[at][1], at + 1
-        after = at
-        while after < len(marks) and marks[after][0] < topic.end():  # a break inside the topic's words
-            after += 1
-        yield topic, lo, marks[after][0] if after < len(marks) else end
+def _clause_bounds(starts: list[int], ends: list[int], topic: re.Match[str], start: int, end: int) -> tuple[int, int]:
+    """(start, end) of the clause around ``topic`` in the sentence ``[start, end)``: from the last clause break
+    before it to the first one after it (``starts``/``ends``: the sentence's breaks, in order)."""
+    before = bisect_right(ends, topic.start())
+    after = bisect_left(starts, topic.end())
+    return ends[before - 1] if before else start, starts[after] if after < len(starts) else end
 
 
 def _switch(setting: Setting, clause: str, sentence: str) -> PhoneRequest:
@@ -298,15 +293,20 @@ def request_in_words(text: str, tools: frozenset[str]) -> PhoneRequest | None:
     Only settings whose tools the user has count. Linear in ``len(text)``.
     """
     for start, end in _sentences_with_requests(text):
-        judged: tuple[int, int, bool] | None = None  # the last clause looked at, and whether it asks (topics share one)
-        for topic, lo, hi in _topics_in_clauses(text, start, end):
+        breaks: tuple[list[int], list[int]] | None = None  # the sentence's clause breaks, found at its first topic
+        at = start
+        while (topic := _TOPIC.search(text, at, end)) is not None:
+            at = topic.end()
             setting = SETTINGS[int(topic.lastgroup[1:])]  # type: ignore[index]
             needed = [t for t in (setting.read, setting.toggle, setting.action, setting.on_tool, setting.off_tool) if t]
             if not all(t in tools for t in needed):
                 continue
-            if judged is None or judged[:2] != (lo, hi):
-                judged = lo, hi, not (_AGENTS_OWN.search(text, lo, hi) or _NEGATED.search(text, lo, hi))
-            if not judged[2]:  # the agent's own step, or a "do not ...": nothing is asked of the user here
+            if breaks is None:
+                marks = [(m.start(), m.end()) for m in _CLAUSE_END.finditer(text, start, end)]
+                breaks = [m[0] for m in marks], [m[1] for m in marks]
+            lo, hi = _clause_bounds(*breaks, topic, start, end)
+            if _AGENTS_OWN.search(text, lo, hi) or _NEGATED.search(text, lo, hi):  # the agent's step, or "do not"
+                at = max(at, hi)  # nothing in this clause is asked of the user: go on from the next one
                 continue
             clause, sentence = text[lo:hi], text[start:end]
             if setting.toggle or setting.on_tool:
