@@ -53,20 +53,23 @@ class _Runner:
 
     def __del__(self) -> None:
         try:
-            self.close()
+            self.close(drain=False)
         except Exception:  # interpreter shutdown: nothing left to release
             pass
 
-    def close(self) -> None:
+    def close(self, drain: bool = True) -> None:
+        """Stops and closes the loop; with ``drain``, first lets its leftover tasks finish. A finalizer passes
+        ``drain=False``: running a loop from inside garbage collection can break whatever it interrupted."""
         if self._loop is None:
             return
         loop = self._loop
         if self._thread is not None:
-            asyncio.run_coroutine_threadsafe(_drain(), loop).result(timeout=5)
+            if drain:
+                asyncio.run_coroutine_threadsafe(_drain(), loop).result(timeout=5)
             loop.call_soon_threadsafe(loop.stop)
             self._thread.join(timeout=5)
             self._thread = None
-        elif not loop.is_closed() and asyncio._get_running_loop() is None:
+        elif drain and not loop.is_closed() and asyncio._get_running_loop() is None:
             loop.run_until_complete(_drain())
         if not loop.is_running() and not loop.is_closed():
             loop.close()
