@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, to_openai
 
-__all__ = ["Trajectory", "TrajectoryEntry"]
+__all__ = ["ChatExample", "Trajectory", "TrajectoryEntry"]
 
 
 class TrajectoryEntry(BaseModel):
@@ -18,6 +19,17 @@ class TrajectoryEntry(BaseModel):
     trainable: bool
     #: False for what the agent never saw (a dual-control user's own tool calls and results).
     visible_to_agent: bool = True
+
+
+class ChatExample(BaseModel):
+    """An episode as a trainer reads it: what the agent saw, in order, and which of it the agent wrote."""
+
+    #: The agent-visible messages as OpenAI chat dicts (system, user, assistant, tool); hidden user traffic left out.
+    messages: list[dict[str, Any]]
+    #: The OpenAI schemas of the agent's tools.
+    tools: list[dict[str, Any]]
+    #: One flag per message of ``messages``: True exactly for the agent's own turns (the ones to put loss on).
+    trainable: list[bool]
 
 
 class Trajectory(BaseModel):
@@ -46,6 +58,22 @@ class Trajectory(BaseModel):
         """The conversation as the agent saw it, as OpenAI chat dicts."""
         return [to_openai(e.message) for e in self.entries if e.visible_to_agent]
 
+    def to_chat(self, arguments: Literal["json", "dict"] = "json") -> ChatExample:
+        """The agent's view of the episode with a trainable flag per message (see :class:`ChatExample`).
+
+        ``arguments="json"`` keeps each tool call's arguments as the JSON string the API uses; ``"dict"`` decodes
+        them (what most chat templates expect), leaving as a string any the agent wrote that is not a JSON object.
+        """
+        visible = [e for e in self.entries if e.visible_to_agent]
+        messages = [to_openai(e.message) for e in visible]
+        if arguments == "dict":
+            for message in messages:
+                for call in message.get("tool_calls") or ():
+                    call["function"]["arguments"] = _decoded(call["function"]["arguments"])
+        elif arguments != "json":
+            raise ValueError(f"arguments must be 'json' or 'dict', not {arguments!r}")
+        return ChatExample(messages=messages, tools=self.tools, trainable=[e.trainable for e in visible])
+
     def to_json_line(self) -> str:
         return self.model_dump_json()
 
@@ -72,6 +100,15 @@ class Trajectory(BaseModel):
                         f'font-family:monospace">{text}</div>')
         head = html.escape(f"{self.domain} / {self.task_id}: reward {self.reward} ({self.termination_reason})")
         return f"<div><b>{head}</b>{''.join(rows)}</div>"
+
+
+def _decoded(text: str) -> Any:
+    """A call's arguments as a dict, or the text itself where it is no JSON object."""
+    try:
+        value = loads(text)
+    except JSONError:
+        return text
+    return value if isinstance(value, dict) else text
 
 
 def _line(m: Any, visible: bool) -> str:
