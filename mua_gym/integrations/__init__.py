@@ -1,0 +1,39 @@
+"""Adapters that plug mua_gym into RL trainers, one module per trainer.
+
+Each module imports its trainer lazily, so ``import mua_gym`` never imports a trainer, and each trainer has a
+pip extra of the same name (``pip install "mua_gym[trl]"``). What two adapters need alike lives in the core:
+:mod:`mua_gym.tool_functions` (an env's tools as Python callables), :mod:`mua_gym.chat_tokens` (token ids
+and the assistant mask of a growing conversation) and :meth:`mua_gym.Trajectory.to_chat`.
+
+==============  ==========================================  ======================
+trainer         module                                      extra
+==============  ==========================================  ======================
+TRL             :mod:`mua_gym.integrations.trl`             ``trl``
+verifiers       :mod:`mua_gym.integrations.verifiers`       ``verifiers``
+SkyRL-gym       :mod:`mua_gym.integrations.skyrl`           ``skyrl``
+OpenEnv         :mod:`mua_gym.integrations.openenv`         ``openenv``
+verl            :mod:`mua_gym.integrations.verl`            ``verl``
+OpenPipe ART    :mod:`mua_gym.integrations.art`             ``art``
+==============  ==========================================  ======================
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["MissingTrainerError", "require"]
+
+
+class MissingTrainerError(ImportError):
+    """A trainer adapter was used without its trainer installed; the message names the pip extra."""
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Imports ``module`` for the adapter of ``extra``, or raises :class:`MissingTrainerError` in one line."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingTrainerError(
+            f"mua_gym.integrations.{extra} needs {module.split('.')[0]} ({exc}): pip install \"mua_gym[{extra}]\""
+        ) from None

@@ -1,0 +1,19 @@
+"""The README's "Train with ..." sections: their code is run by the tests as written."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_block(heading: str) -> str:
+    """The first ```python block under the README's ``## <heading>`` section; AssertionError if there is none."""
+    text = Path(os.environ.get("MUA_GYM_README", README)).read_text()  # another file: for drafting a section
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, f"README.md has no '## {heading}' section"
+    block = re.search(r"```python\n(.*?)```", match.group(1), re.S)
+    assert block, f"README.md's '## {heading}' section has no python block"
+    return block.group(1)
