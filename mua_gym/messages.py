@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from mua_gym.jsonsafe import JSONError, loads
+
 
 class FunctionCall(BaseModel):
     """The function part of a tool call. ``arguments`` is a JSON string, as in the OpenAI API."""
@@ -98,3 +100,13 @@ def to_openai(message: BaseModel) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     raise TypeError(f"not a chat message: {type(message).__name__}")
+
+
+def arguments_object(text: str) -> Any:
+    """A tool call's JSON arguments as a dict (what chat templates expect), or the text itself where it holds no
+    JSON object (a malformed call keeps what the model wrote)."""
+    try:
+        value = loads(text)
+    except JSONError:
+        return text
+    return value if isinstance(value, dict) else text

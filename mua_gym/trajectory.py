@@ -7,8 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from mua_gym.jsonsafe import JSONError, loads
-from mua_gym.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, to_openai
+from mua_gym.messages import (
+    AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage, arguments_object, to_openai,
+)
 
 __all__ = ["ChatExample", "Trajectory", "TrajectoryEntry"]
 
@@ -69,7 +70,7 @@ class Trajectory(BaseModel):
         if arguments == "dict":
             for message in messages:
                 for call in message.get("tool_calls") or ():
-                    call["function"]["arguments"] = _decoded(call["function"]["arguments"])
+                    call["function"]["arguments"] = arguments_object(call["function"]["arguments"])
         elif arguments != "json":
             raise ValueError(f"arguments must be 'json' or 'dict', not {arguments!r}")
         return ChatExample(messages=messages, tools=self.tools, trainable=[e.trainable for e in visible])
@@ -100,15 +101,6 @@ class Trajectory(BaseModel):
                         f'font-family:monospace">{text}</div>')
         head = html.escape(f"{self.domain} / {self.task_id}: reward {self.reward} ({self.termination_reason})")
         return f"<div><b>{head}</b>{''.join(rows)}</div>"
-
-
-def _decoded(text: str) -> Any:
-    """A call's arguments as a dict, or the text itself where it is no JSON object."""
-    try:
-        value = loads(text)
-    except JSONError:
-        return text
-    return value if isinstance(value, dict) else text
 
 
 def _line(m: Any, visible: bool) -> str:
