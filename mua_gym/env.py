@@ -256,6 +256,27 @@ class AsyncMuaEnv:
             return await self.complete_step(started)
         return started
 
+    async def finish(self, reason: str = "stopped_by_trainer") -> float:
+        """Ends a running episode where it stands; returns its reward, scored as a terminal step scores it.
+
+        For trainers that stop a rollout on their own (a turn or token budget): the world as it stands is
+        compared with the gold world, as when the user stops, the judge included, and the episode ends
+        terminated with ``termination_reason`` ``reason``. On an episode already over it changes nothing
+        and returns that episode's reward (0.0 for a truncated one). Before any ``reset``: 0.0.
+        """
+        if self.world is None or self.task is None:
+            return 0.0
+        if self._done:
+            return float(self._reward or 0.0)
+        if self._pending_error is not None:  # the user never opened: nothing the agent did can be scored
+            self._finish_truncated("user_error")
+            return 0.0
+        self._terminated, self._done, self._reason = True, True, reason
+        reward = self._score()
+        if self.judge is not None and needs_judge(self.task):
+            reward = await self._judge()
+        return reward
+
     def _run_agent_tools(self, message: AssistantMessage) -> list[dict[str, Any]]:
         assert self.world is not None
         observation = []
@@ -392,6 +413,11 @@ class AsyncMuaEnv:
             termination_reason=self._reason, turns=self._turns, tool_calls=self._tool_calls,
             tool_errors=self._tool_errors, user_tool_calls=self._user_tool_calls, usage=dict(self._usage),
         )
+
+    @property
+    def policy(self) -> str:
+        """The domain's policy text: every episode's system message."""
+        return self._policy
 
     @property
     def done(self) -> bool:

@@ -119,6 +119,11 @@ class MuaEnv(gymnasium.Env):
             return self._runner.run(rest)
         return started
 
+    def finish(self, reason: str = "stopped_by_trainer") -> float:
+        """Ends a running episode where it stands and returns its reward (see :meth:`AsyncMuaEnv.finish`)."""
+        finishing = self.core.finish(reason)
+        return run_immediate(finishing) if self.core.judge is None else self._runner.run(finishing)
+
     def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None

@@ -413,3 +413,36 @@ def test_same_seed_same_episodes_bit_for_bit(tmp_path):
         main(["run", "--agent", "random", "--episodes", "5", "--seed", "7", "--quiet", "--jsonl", str(out)])
         runs.append(out.read_bytes())
     assert runs[0] == runs[1] and len(runs[0]) > 1000
+
+
+def test_finish_scores_the_world_as_it_stands_like_a_terminal_step():
+    from mua_gym.agents import OracleAgent
+
+    env = mua_gym.make("mua/Mock-v0").unwrapped
+    assert env.finish() == 0.0  # no episode yet
+    obs, info = env.reset(options={"task_id": "mock-cancel-card"})
+    agent = OracleAgent(env.core.task)
+    while True:  # every gold call, then stop before the user has said goodbye
+        action = agent.act(obs)
+        if (action.get("content") or "").startswith("Thank you"):
+            break
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert not (terminated or truncated)
+    reward = env.finish()
+    trajectory = env.trajectory()
+    assert reward == 1.0 and trajectory.reward == 1.0 and trajectory.terminated and not trajectory.truncated
+    assert trajectory.termination_reason == "stopped_by_trainer" and trajectory.reward_info["reward"] == 1.0
+    assert env.finish() == 1.0  # an episode already over is left as it is
+    obs, reward, terminated, truncated, info = env.step("more?")
+    assert "reset" in info["error"] and reward == 0.0
+
+    env.reset(options={"task_id": "mock-cancel-card"})
+    env.step("Hello, how can I help?")
+    assert env.finish("budget") == 0.0 and env.trajectory().termination_reason == "budget"  # nothing done: no pay
+
+
+def test_finish_keeps_a_truncated_episode_at_zero():
+    env = mua_gym.make("mua/Mock-v0", max_turns=1).unwrapped
+    env.reset(options={"task_id": "mock-cancel-card"})
+    *_, truncated, info = env.step("Hello")
+    assert truncated and env.finish() == 0.0 and env.trajectory().termination_reason == "max_turns"
