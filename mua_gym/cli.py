@@ -2,6 +2,7 @@
 
     mua-gym run --env mua/Mock-v0 --agent oracle --user scripted --episodes 3
     mua-gym list
+    mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
 
 Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 2 for bad arguments or a
 misconfigured model (one line on stderr, no traceback). Nothing printed carries a configured key.
@@ -138,6 +139,43 @@ def _play(env: Any, agent: Any, observation: Any, info: dict[str, Any], say: Cal
             return float(reward), False, info
 
 
+def _serve(args: argparse.Namespace) -> int:
+    """Serves ``--env`` as an OpenEnv environment until interrupted; returns the exit status."""
+    env_kwargs = _key_values(args.env_arg, "--env-arg")
+    if args.user:
+        env_kwargs["user"] = args.user
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
+    if args.max_sessions < 1:
+        raise UsageError(f"--max-sessions must be at least 1, got {args.max_sessions}")
+
+    import gymnasium
+
+    import mua_gym  # noqa: F401  (registers the env ids)
+    from mua_gym.integrations import MissingTrainerError
+    from mua_gym.redact import Redactor
+
+    redact = Redactor.of(env_kwargs)
+    try:  # before OpenEnv is imported: that takes seconds (gradio)
+        gymnasium.spec(args.env)
+    except gymnasium.error.Error as exc:
+        raise UsageError(f"{one_line(exc)} (mua-gym list shows the envs)") from None
+    try:
+        from mua_gym.integrations.openenv import create_mua_app
+    except MissingTrainerError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        app = create_mua_app(args.env, max_sessions=args.max_sessions, **env_kwargs)
+    except (ValueError, KeyError, TypeError, gymnasium.error.Error) as exc:
+        hint = " (mua-gym list shows the envs)" if isinstance(exc, gymnasium.error.Error) else ""
+        raise UsageError(redact(one_line(exc)) + hint) from None
+    import uvicorn  # an openenv dependency
+
+    print(f"mua-gym: serving {args.env} (OpenEnv) on http://{args.host}:{args.port}", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
 def _list(args: argparse.Namespace) -> int:
     import mua_gym
 
@@ -176,6 +214,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.set_defaults(handler=_run)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
+    serve = sub.add_parser("serve", help="serve an env as an OpenEnv environment (needs mua_gym[openenv])")
+    serve.add_argument("--env", required=True, help="an env id, e.g. mua/Retail-v0 (mua-gym list shows them)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
+    serve.add_argument("--user", default=None,
+                       help="scripted, scenario, or litellm:<model> (default: the domain's own)")
+    serve.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                       help="keyword for mua_gym.make, e.g. world_params='{\"count\": 50}'")
+    serve.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default 64)")
+    serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    serve.set_defaults(handler=_serve)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))

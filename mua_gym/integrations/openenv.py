@@ -1,0 +1,201 @@
+"""OpenEnv adapter: a mua_gym env served as an OpenEnv ``Environment`` (openenv 0.10), and a typed client.
+
+``create_mua_app(env_id, **make_kwargs)`` builds OpenEnv's FastAPI app (``create_app``) around
+:class:`MuaEnvironment`; ``mua-gym serve --env ID --port P`` runs it with uvicorn on 127.0.0.1. Each WebSocket
+session (``/ws``) gets a fresh mua_gym env (``SUPPORTS_CONCURRENT_SESSIONS``; ``max_sessions`` at once), so an
+episode spans many steps there; plain HTTP ``/reset`` and ``/step`` build a fresh env per request (OpenEnv's
+rule), so they cannot carry an episode.
+
+- ``reset(seed=None, episode_id=None, task_id=None, split=None, index=None)``: ``task_id`` names the task;
+  ``split`` with ``index`` picks the index-th task of a split (OpenEnv's task API, also served as
+  ``/mua_<domain>/splits``, ``/tasks``, ``/num_tasks``, ``/task``); otherwise ``seed`` draws one from ``split``
+  (or the env's split). Its :class:`MuaObservation` holds the opening ``messages`` (system policy, the user's
+  first message), the ``tools`` (OpenAI schemas) and the ``task_id``.
+- ``step(MuaAction)``: an OpenAI assistant message (``content`` and/or ``tool_calls``) or raw model text
+  (``text``: Hermes ``<tool_call>`` blocks, a bare JSON call, or words to the user). The observation's
+  ``messages`` are the new tool and user messages; ``reward`` is the task's reward on the terminal step, 0.0
+  before (and 0.0 for a wrong play); ``done`` is terminated or truncated; ``metadata`` is the env's step info.
+  An action the env cannot read comes back in ``error`` (its fields take any JSON so that the env, not the
+  server's validation, answers it); nothing a model writes raises.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+from uuid import uuid4
+
+from mua_gym.integrations import require
+
+_types = require("openenv.core.env_server.types", "openenv")
+
+from openenv.core.client_types import StepResult  # noqa: E402  (present once the require above passed)
+from openenv.core.env_client import EnvClient  # noqa: E402
+from openenv.core.env_server.http_server import create_app  # noqa: E402
+from openenv.core.env_server.interfaces import Environment  # noqa: E402
+from pydantic import Field  # noqa: E402
+
+__all__ = ["MuaAction", "MuaEnvClient", "MuaEnvironment", "MuaObservation", "MuaState", "create_mua_app"]
+
+SPLITS = ("train", "dev", "test")
+
+
+class MuaAction(_types.Action):  # type: ignore[misc, name-defined]
+    """One agent turn: an OpenAI assistant message, or the model's raw ``text`` (which then is the whole action)."""
+
+    role: Any = Field(default="assistant", description="'assistant'")
+    content: Any = Field(default=None, description="text to the user")
+    tool_calls: Any = Field(default=None, description="OpenAI tool calls")
+    reasoning_content: Any = Field(default=None, description="the model's reasoning, kept out of the reply")
+    text: Any = Field(default=None, description="raw model text: <tool_call> blocks, a JSON call, or words")
+
+    def to_env_action(self) -> Any:
+        """What ``MuaEnv.step`` takes: the raw text if given, else the message dict."""
+        if self.text is not None:
+            return self.text
+        message = {"role": self.role, "content": self.content}
+        if self.tool_calls is not None:
+            message["tool_calls"] = self.tool_calls
+        if self.reasoning_content is not None:
+            message["reasoning_content"] = self.reasoning_content
+        return message
+
+
+class MuaObservation(_types.Observation):  # type: ignore[misc, name-defined]
+    """The new messages (after a reset: the opening, with the ``tools``), the task and how the step ended."""
+
+    messages: list[dict[str, Any]] = Field(default_factory=list, description="new OpenAI chat messages")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="OpenAI tool schemas (after a reset)")
+    task_id: Optional[str] = None
+    terminated: bool = False
+    truncated: bool = False
+    error: Optional[str] = Field(default=None, description="why the action could not be read, if it could not")
+
+
+class MuaState(_types.State):  # type: ignore[misc, name-defined]
+    """The session's episode: its env, task, turns so far, and reward once it ended."""
+
+    env_id: str = ""
+    task_id: Optional[str] = None
+    done: bool = False
+    reward: Optional[float] = None
+
+
+class MuaEnvironment(Environment):  # type: ignore[misc]
+    """One mua_gym env per OpenEnv session; ``make_kwargs`` are :func:`mua_gym.make`'s keywords."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str = "mua/Retail-v0", **make_kwargs: Any) -> None:
+        import mua_gym
+
+        super().__init__()
+        self.env_id = env_id
+        self.env = mua_gym.make(env_id, **make_kwargs).unwrapped
+        self._state = MuaState(env_id=env_id)
+
+    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, task_id: Optional[str] = None,
+              split: Optional[str] = None, index: Optional[int] = None, **kwargs: Any) -> MuaObservation:
+        """Starts an episode; returns the opening messages, the tools and the task id."""
+        if kwargs:  # a misspelt key would otherwise draw a random task without a word
+            raise ValueError(f"reset takes seed, episode_id, task_id, split and index, not {', '.join(sorted(kwargs))}")
+        if task_id is not None:
+            options: dict[str, Any] | None = {"task_id": task_id}
+        elif index is not None:
+            options = {"task": self.get_task_model(split or self.env.core.split, index)}
+        else:
+            options = {"split": split} if split else None
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._state = MuaState(episode_id=episode_id or uuid4().hex, step_count=0, env_id=self.env_id,
+                               task_id=info["task_id"])
+        meta = {k: v for k, v in info.items() if k not in ("tools", "policy")}  # both are in the fields already
+        return MuaObservation(messages=observation, tools=info["tools"], task_id=info["task_id"], metadata=meta)
+
+    def step(self, action: Any, timeout_s: Optional[float] = None, **kwargs: Any) -> MuaObservation:
+        """One agent turn; returns the new messages, the reward (0.0 until the end) and ``done``."""
+        move = action.to_env_action() if isinstance(action, MuaAction) else action
+        observation, reward, terminated, truncated, info = self.env.step(move)
+        done = bool(terminated or truncated)
+        self._state.step_count += 1
+        self._state.done = done
+        if done:
+            self._state.reward = float(reward)
+        return MuaObservation(messages=observation, task_id=self._state.task_id, done=done, reward=float(reward),
+                              terminated=bool(terminated), truncated=bool(truncated), error=info.get("error"),
+                              metadata=info)
+
+    @property
+    def state(self) -> MuaState:
+        """The session's episode so far."""
+        return self._state
+
+    def close(self) -> None:
+        """Closes the mua_gym env; a second call does nothing."""
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+    # -- OpenEnv's task API -------------------------------------------------------------------------
+    def list_splits(self) -> list[str]:
+        """The task splits: train, dev and test."""
+        return list(SPLITS)
+
+    def num_tasks(self, split: str) -> int:
+        """How many tasks ``split`` holds."""
+        return len(self.env.core.tasks(split))
+
+    def get_task_model(self, split: str, index: int) -> Any:
+        """The ``index``-th :class:`mua_gym.Task` of ``split``; IndexError when there is none."""
+        tasks = self.env.core.tasks(split)
+        if not 0 <= index < len(tasks):
+            raise IndexError(f"split {split!r} has {len(tasks)} tasks, no index {index}")
+        return tasks[index]
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        """``{"id", "index", "split"}`` of one task (``reset(task_id=id)`` plays it)."""
+        return {"id": self.get_task_model(split, index).id, "index": index, "split": split}
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        """``{"id", "index", "split"}`` of every task of ``split``."""
+        return [{"id": t.id, "index": i, "split": split} for i, t in enumerate(self.env.core.tasks(split))]
+
+
+def create_mua_app(env_id: str = "mua/Retail-v0", max_sessions: int = 64, **make_kwargs: Any) -> Any:
+    """OpenEnv's FastAPI app serving ``env_id``; raises (ValueError, KeyError, gymnasium's Error) on bad arguments.
+
+    One env is built and reset first: it checks the arguments and builds the task set and world image, so the
+    first sessions do not pay for them.
+    """
+    probe = MuaEnvironment(env_id, **make_kwargs)
+    try:
+        probe.reset(seed=0)
+        name = "mua_" + probe.env.core.domain.name
+    finally:
+        probe.close()
+    factory = functools.partial(MuaEnvironment, env_id, **make_kwargs)
+    return create_app(factory, MuaAction, MuaObservation, env_name=name, max_concurrent_envs=max_sessions,
+                      state_cls=MuaState)
+
+
+class MuaEnvClient(EnvClient):  # type: ignore[misc]
+    """OpenEnv's WebSocket client, typed for :class:`MuaAction` / :class:`MuaObservation` / :class:`MuaState`.
+
+    ``step`` also takes a plain string (raw model text) or an OpenAI assistant message dict (keys the action
+    does not know, such as ``refusal`` or ``annotations``, are left out).
+    """
+
+    def _step_payload(self, action: Any) -> dict[str, Any]:
+        if isinstance(action, str):
+            return {"text": action}
+        if isinstance(action, MuaAction):
+            return action.model_dump(exclude_none=True)
+        return {k: v for k, v in dict(action).items() if k in MuaAction.model_fields}
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult:
+        fields = dict(payload.get("observation") or {})
+        observation = MuaObservation(**fields, done=payload.get("done", False), reward=payload.get("reward"))
+        return StepResult(observation=observation, reward=payload.get("reward"), done=payload.get("done", False),
+                          metadata=payload.get("metadata"))
+
+    def _parse_state(self, payload: dict[str, Any]) -> MuaState:
+        return MuaState(**payload)

@@ -1,0 +1,147 @@
+"""``mua-gym serve``: mua_gym as an OpenEnv server, played by OpenEnv's own WebSocket clients.
+
+OpenEnv cannot share this environment (its fastmcp needs mcp < 2, verifiers mcp == 2.0), so the server and
+the client script run in a side venv built from this checkout's ``openenv`` extra (tests/sidevenv.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from integrations.readme import readme_block
+from mua_gym.cli import main
+from sidevenv import side_venv
+
+HERE = Path(__file__).resolve().parent
+WORLD = 'world_params={"count": 20}'  # a small task set: the server is ready in ~2 s, not ~8 s
+TASKS = ["retail-train-0-00000", "retail-train-0-00001", "retail-train-0-00002", "retail-train-0-00003"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openenv") is not None, reason="openenv is installed here")
+def test_serve_without_openenv_exits_2_with_the_extra_named(capsys):
+    assert main(["serve", "--env", "mua/Retail-v0", "--port", "8123"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and 'pip install "mua_gym[openenv]"' in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--port", "0"], "--port must be between"),
+    (["--env", "mua/Nope-v0"], "mua-gym list shows the envs"),  # the later --env wins
+    (["--max-sessions", "0"], "--max-sessions must be at least 1"),
+    (["--env-arg", "world_params"], "--env-arg expects KEY=VALUE"),
+])
+def test_serve_refuses_bad_arguments_in_one_line(capsys, argv, message):
+    assert main(["serve", "--env", "mua/Retail-v0", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def venv() -> Path:
+    """The OpenEnv venv's python (built on first use: a few minutes, then cached)."""
+    return Path(side_venv("openenv", "openenv,test"))
+
+
+@pytest.fixture(scope="module")
+def server(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``mua-gym serve`` subprocess on a free loopback port; its base URL. Stopped after the module."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("serve") / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(venv.parent / "mua-gym"), "serve", "--env", "mua/Retail-v0", "--port", str(port),
+                                 "--env-arg", WORLD, "--max-sessions", "16"], stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"the server exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as reply:
+                    if json.load(reply)["status"] == "healthy":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the server never became healthy:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return json.load(reply)
+
+
+@pytest.fixture(scope="module")
+def client_run(venv: Path, server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run of openenv_client.py: the concurrent episodes, then the README's block (one OpenEnv import)."""
+    block = tmp_path_factory.mktemp("readme") / "openenv_block.py"
+    block.write_text(readme_block("Train with OpenEnv"))
+    run = subprocess.run([str(venv), str(HERE / "openenv_client.py"), "--url", server, "--env-arg", WORLD,
+                          *[a for t in TASKS for a in ("--task", t)], "--run", str(block)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout)
+
+
+@pytest.mark.slow
+def test_concurrent_websocket_episodes_score_honestly(client_run):
+    episodes = client_run["episodes"]
+    assert len(episodes) == 2 * len(TASKS)
+    for ep in episodes:
+        assert ep["writes"] > 0  # skipping them is then a wrong play
+        assert ep["done"] and ep["reward"] == (0.0 if ep["wrong"] else 1.0), ep
+        assert ep["reset_task_id"] == ep["task_id"] == ep["state"]["task_id"]
+        assert ep["opening_roles"] == ["system", "user"] and ep["tools"] == 16
+        assert ep["state"]["step_count"] == ep["steps"] and ep["state"]["reward"] == ep["reward"]
+        assert ep["termination_reason"] == "user_stop"
+    wrong = [ep for ep in episodes if ep["wrong"]]
+    assert all(len(ep["errors"]) == 2 and all("unreadable action" in e for e in ep["errors"]) for ep in wrong)
+    assert len({ep["state"]["episode_id"] for ep in episodes}) == len(episodes)  # one session each
+    assert max(ep["started"] for ep in episodes) < min(ep["ended"] for ep in episodes)  # all were open at once
+
+
+@pytest.mark.slow
+def test_readme_block_runs_as_written(client_run):
+    opening, stepped = client_run["run_stdout"].strip().splitlines()[-2:]
+    assert opening and stepped.startswith("Error") and stepped.endswith("0.0 False")
+
+
+@pytest.mark.slow
+def test_schema_task_api_and_stateless_http(server):
+    with urllib.request.urlopen(f"{server}/schema", timeout=10) as reply:
+        schema = json.load(reply)
+    assert {"content", "tool_calls", "text"} <= set(schema["action"]["properties"])
+    assert {"messages", "tools", "task_id", "done", "reward"} <= set(schema["observation"]["properties"])
+    assert _post(f"{server}/mua_retail/num_tasks", {"split": "train"}) == {"num_tasks": 20}
+    assert _post(f"{server}/mua_retail/task", {"split": "test", "index": 3})["task"]["id"] == "retail-test-0-00003"
+    opened = _post(f"{server}/reset", {"task_id": TASKS[1]})
+    assert opened["observation"]["task_id"] == TASKS[1] and opened["observation"]["messages"][0]["role"] == "system"
+    # plain HTTP gets a fresh env per request (OpenEnv's rule): a step there has no episode, and says so
+    step = _post(f"{server}/step", {"action": {"text": "hello"}})
+    assert step["done"] is False and step["reward"] == 0.0 and "reset" in step["observation"]["error"]
+
