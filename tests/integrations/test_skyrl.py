@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import sys
@@ -15,6 +16,7 @@ from omegaconf import OmegaConf  # noqa: E402  (skyrl-gym's own dependency)
 from skyrl_gym.metrics import aggregate_for_environment  # noqa: E402
 
 from integrations.readme import readme_block  # noqa: E402
+from mua_gym import get_domain  # noqa: E402
 from mua_gym.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations import MissingTrainerError, skyrl  # noqa: E402
 from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402
@@ -22,13 +24,14 @@ from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402
 #: A small generated task set: the first make builds it in ~2 s instead of ~8 s for the default 2,000.
 CONFIG = {"world_params": {"count": 20}}
 TASK = "retail-train-0-00003"  # a return and an item change: 6 gold calls, two of them writes
+WRITES = {name for name, tool in get_domain("retail").tools.tools.items() if tool.kind == "write"}
 
 
 def hermes(action: dict[str, Any]) -> str:
     """An OpenAI assistant message as the raw text a Hermes/Qwen model writes."""
     calls = action.get("tool_calls") or []
-    blocks = [f"<tool_call>{json.dumps({'name': c['function']['name'], 'arguments': json.loads(c['function']['arguments'])})}"
-              "</tool_call>" for c in calls]
+    objects = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])} for c in calls]
+    blocks = [f"<tool_call>{json.dumps(o)}</tool_call>" for o in objects]
     return "\n".join(blocks) if blocks else action["content"]
 
 
@@ -46,7 +49,7 @@ def play(env: Any, drop_writes: bool = False) -> tuple[float, list[dict[str, Any
     while True:
         action = agent.act(observation)
         names = [c["function"]["name"] for c in action.get("tool_calls") or []]
-        if drop_writes and any(n.startswith(("return_", "modify_")) for n in names):
+        if drop_writes and WRITES.intersection(names):
             action = {"role": "assistant", "content": "That is done for you."}  # claims a write it never made
         out = env.step(hermes(action))
         outputs.append(out)
@@ -127,6 +130,26 @@ def test_task_choice_and_turn_cap_come_from_extras():
     assert last["done"] and last["reward"] == 0.0 and last["metadata"]["termination_reason"] == "max_turns"
     for env in (*drawn, nested, capped):
         env.close()
+
+
+def test_steps_on_a_running_event_loop_with_a_user_that_awaits():
+    from mua_gym.user_sims.scripted import ScriptedUser
+
+    class AwaitingUser(ScriptedUser):  # stands for an LLM user: its turn suspends
+        immediate = False
+
+        async def respond(self, view: Any) -> Any:
+            await asyncio.sleep(0)
+            return await super().respond(view)
+
+    async def rollout() -> float:  # SkyRL with max_env_workers=0 calls init/step on its own loop
+        env = make(config={**CONFIG, "user": AwaitingUser()})
+        try:
+            return play(env)[0]
+        finally:
+            env.close()
+
+    assert asyncio.run(rollout()) == 1.0
 
 
 MALFORMED = [
