@@ -1,17 +1,18 @@
 """mua_gym episodes as a verifiers 0.4 environment (``import verifiers.v1 as vf``), simulated user in the loop.
 
 ``vf-eval mua-gym-verifiers`` (or ``[env] taskset.id = "mua-gym-verifiers"`` in a prime-rl config) plays one mua_gym
-episode per rollout. verifiers imports a taskset id as a top-level module (``mua_gym_verifiers``, which re-exports
-this module); the classes live here:
+episode per rollout. verifiers imports a taskset id only as a top-level module (a dotted id fails), so the id needs
+``mua_gym_verifiers``, two lines re-exporting this module's ``__all__``; the classes live here:
 
 - :class:`MuaTaskset` yields one :class:`MuaTask` per mua_gym task of ``--env.taskset.env-id`` /
   ``--env.taskset.split``; ``TaskData.id`` is the mua_gym task id and is the task's ``key``, so a group
   (``-r N``) plays one task. The domain's policy is the task's system prompt.
 - :class:`MuaEnv` runs the conversation: the env's user simulator opens it, each agent text goes to
   ``AsyncMuaEnv.step`` (the user) and the user's reply comes back as the next turn, until the env terminates or
-  truncates. Its reward (0.0 unless the episode terminated with the gold world) is recorded on the trace as
-  ``reward`` inside the interaction, with ``turns``, ``tool_calls`` and ``tool_errors`` as metrics and the
-  termination reason in ``trace.info``.
+  truncates; a run verifiers cuts short (``--env.agent.max-turns``, a token limit, a ``@stop``) is scored as the
+  world stands (``AsyncMuaEnv.finish``). Its reward (0.0 unless the episode terminated with the gold world, 0.0 for
+  a truncated one) is recorded on the trace as ``reward`` inside the interaction, with ``turns``, ``tool_calls``
+  and ``tool_errors`` as metrics and the termination reason in ``trace.info``.
 - :class:`MuaHarness`, the taskset's default harness, is the agent's chat loop, run in-process: it sends the
   conversation and the env's OpenAI tool schemas to the model (through verifiers' interception, so every call is
   on the trace) and plays each tool call in the episode's env, until the model answers in text.
@@ -72,10 +73,14 @@ def open_env(config: MuaTasksetConfig) -> AsyncMuaEnv:
     except gymnasium.error.Error:
         ids = sorted(i for i in gymnasium.registry if i.startswith("mua/"))
         raise ValueError(f"unknown mua_gym env id {config.env_id!r}; valid: {', '.join(ids)}") from None
-    kwargs = dict(spec.kwargs)
-    domain = kwargs.pop("domain")
-    return AsyncMuaEnv(domain, user=config.user or None, split=config.split, max_turns=config.max_turns,
-                       world=config.world, world_params=config.world_params or None)
+    kwargs: dict[str, Any] = {**spec.kwargs, "split": config.split, "max_turns": config.max_turns}
+    if config.user:
+        kwargs["user"] = config.user
+    if config.world:
+        kwargs["world"] = config.world
+    if config.world_params:
+        kwargs["world_params"] = config.world_params
+    return AsyncMuaEnv(kwargs.pop("domain"), **kwargs)
 
 
 class MuaTask(vf.Task[vf.TaskData, vf.State, vf.TaskConfig]):
@@ -93,7 +98,7 @@ class MuaTaskset(vf.Taskset[MuaTask, MuaTasksetConfig]):
     def load(self) -> Iterator[MuaTask]:
         """Yields a prompt-less :class:`MuaTask` per task (the simulated user opens), the policy as system prompt."""
         env = open_env(self.config)
-        policy = env.domain.policy_text(env.source, **env.world_params)
+        policy = env.policy
         for task in env.tasks(self.config.split):
             yield MuaTask(vf.TaskData(id=task.id, name=task.id, system_prompt=policy), self.config.task)
 
@@ -228,6 +233,8 @@ class MuaEnv(vf.Env[MuaEnvConfig]):
                     await _converse(env, interaction, observation, info)
                 finally:
                     _LIVE.pop(trace.id, None)
+                if not env.done:  # verifiers cut the agent off (a limit or @stop): score the world as it stands
+                    await env.finish()
                 record = env.trajectory()
                 trace.record_reward("reward", float(record.reward or 0.0) if record.terminated else 0.0)
                 trace.record_metrics({"turns": record.turns, "tool_calls": record.tool_calls,

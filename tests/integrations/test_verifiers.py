@@ -144,10 +144,13 @@ def test_readme_block_runs_as_written(monkeypatch: pytest.MonkeyPatch, capsys: p
 
 
 @pytest.mark.slow
-def test_a_run_cut_by_verifiers_turn_limit_scores_0(monkeypatch: pytest.MonkeyPatch, taskset_path: str) -> None:
+@pytest.mark.parametrize(("max_turns", "reward"), [(2, 0.0), (4, 1.0)])
+def test_a_run_cut_by_verifiers_turn_limit_scores_the_world_as_it_stands(
+        monkeypatch: pytest.MonkeyPatch, taskset_path: str, max_turns: int, reward: float) -> None:
+    # the gold play of this task: two reads, a confirmation, the one write (turn 4), then words to the user
     monkeypatch.syspath_prepend(taskset_path)
     first = AsyncMuaEnv("retail", split="test").tasks()[0]
-    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "split": "test"}, "agent": {"max_turns": 2}})
+    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "split": "test"}, "agent": {"max_turns": max_turns}})
     env = vf.load_environment(config)
     task = next(iter(env.taskset))
     assert task.key == first.id
@@ -159,6 +162,6 @@ def test_a_run_cut_by_verifiers_turn_limit_scores_0(monkeypatch: pytest.MonkeyPa
 
     with ScriptedOpenAI(gold_play(first)) as server:
         trace = asyncio.run(episode()).traces[0]
-    assert trace.stop_condition == "max_turns" and trace.num_turns == 2
-    assert trace.rewards["reward"].score == 0.0 and trace.info["termination_reason"] is None
-    assert len(server.requests) == 2  # the third call was refused by the interception: it never reached the model
+    assert trace.stop_condition == "max_turns" and trace.num_turns == max_turns
+    assert trace.rewards["reward"].score == reward and trace.info["termination_reason"] == "stopped_by_trainer"
+    assert len(server.requests) == max_turns  # the next call was refused by the interception: it never reached us
