@@ -165,3 +165,24 @@ def test_a_run_cut_by_verifiers_turn_limit_scores_the_world_as_it_stands(
     assert trace.stop_condition == "max_turns" and trace.num_turns == max_turns
     assert trace.rewards["reward"].score == reward and trace.info["termination_reason"] == "stopped_by_trainer"
     assert len(server.requests) == max_turns  # the next call was refused by the interception: it never reached us
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("env_id", "domain", "reason"), [("mua/Mock-v0", "mock", "agent_stop"),
+                                                           ("mua/Telecom-v0", "telecom", "user_stop")])
+def test_gold_play_scores_1_on_a_terminal_tool_and_on_a_user_who_acts(
+        monkeypatch: pytest.MonkeyPatch, taskset_path: str, env_id: str, domain: str, reason: str) -> None:
+    # mock's first test task ends on the agent's terminal tool; telecom's user runs tools on their phone
+    monkeypatch.syspath_prepend(taskset_path)
+    first = AsyncMuaEnv(domain, split="test").tasks()[0]
+    env = vf.load_environment(vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "env_id": env_id}}))
+    task = next(iter(env.taskset))
+
+    async def episode() -> Any:
+        async with env.serving():
+            return await env.run_episode(task, vf.ModelContext(model="scripted",
+                                                               client=vf.EvalClientConfig(base_url=server.url)))
+
+    with ScriptedOpenAI(gold_play(first)) as server:
+        trace = asyncio.run(episode()).traces[0]
+    assert (task.key, trace.rewards["reward"].score, trace.info["termination_reason"]) == (first.id, 1.0, reason)
