@@ -100,12 +100,19 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 def client_run(venv: Path, server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run of openenv_client.py: the concurrent episodes, then the README's block (one OpenEnv import)."""
     block = tmp_path_factory.mktemp("readme") / "openenv_block.py"
-    block.write_text(readme_block("Train with OpenEnv"))
+    try:
+        block.write_text(readme_block("Train with OpenEnv"))
+        extra = ["--run", str(block)]
+    except AssertionError as exc:  # a README without the section fails its own test, not the episodes'
+        missing, extra = str(exc), []
     run = subprocess.run([str(venv), str(HERE / "openenv_client.py"), "--url", server, "--env-arg", WORLD,
-                          *[a for t in TASKS for a in ("--task", t)], "--run", str(block)],
+                          *[a for t in TASKS for a in ("--task", t)], *extra],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout)
+    out = json.loads(run.stdout)
+    if not extra:
+        out["readme_missing"] = missing
+    return out
 
 
 @pytest.mark.slow
@@ -127,6 +134,7 @@ def test_concurrent_websocket_episodes_score_honestly(client_run):
 
 @pytest.mark.slow
 def test_readme_block_runs_as_written(client_run):
+    assert "run_stdout" in client_run, client_run.get("readme_missing")
     opening, stepped = client_run["run_stdout"].strip().splitlines()[-2:]
     assert opening and stepped.startswith("Error") and stepped.endswith("0.0 False")
 
