@@ -1,0 +1,110 @@
+"""OpenPipe ART adapter (openpipe-art 0.5, Python >= 3.12): one mua_gym episode as an ``art.Trajectory``.
+
+``await rollout(model, "mua/Retail-v0", task_id)`` plays one episode with ``model`` (an ``art.Model`` or
+``art.TrainableModel``) as the agent and returns the trajectory ART trains on:
+
+- The agent is ``model.openai_client()`` called with ``model.get_inference_name()``, the conversation so far
+  and the env's tools (OpenAI schemas); ART records each such call (request and response) as the trajectory
+  is entered, since it captures every OpenAI-compatible HTTP call made inside ``with trajectory:``.
+- The env's own work (``reset``, each ``step``: the tools, and the simulated user, whose LLM calls go over
+  HTTP too) runs inside ``art.no_capture()``, so an LLM user's or judge's calls are never trained on.
+- The reply goes to ``env.step``: its structured ``tool_calls`` when it has any, else its text (so Hermes
+  ``<tool_call>`` blocks a server left unparsed still run). Nothing the model writes raises here: bad calls come
+  back as the env's ``Error: ...`` tool messages.
+- ``reward``: the env's reward, 0.0 unless the episode terminated (a truncated one scores 0.0). ``metrics``:
+  ``turns``, ``tool_calls``, ``tool_errors``, ``terminated``, ``truncated``; ``metadata``: ``task_id``,
+  ``domain``, ``termination_reason``.
+
+Group rollouts for GRPO with ``art.gather_trajectory_groups`` and train with ``model.train`` as ART documents.
+A failing inference call (the server, not the model's text) propagates, as ART's gather functions expect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from mua_gym.env import AsyncMuaEnv
+from mua_gym.integrations import require
+
+__all__ = ["agent_action", "rollout"]
+
+art = require("art", "art")
+
+
+def _make_env(env_id: str, env_kwargs: dict[str, Any]) -> AsyncMuaEnv:
+    """An async env for a Gymnasium id such as ``mua/Retail-v0`` (its registered domain)."""
+    return AsyncMuaEnv(gymnasium.spec(env_id).kwargs["domain"], **env_kwargs)
+
+
+def agent_action(message: Any) -> tuple[dict[str, Any], Any]:
+    """(the assistant message to keep in the conversation, the action for ``env.step``) for one OpenAI reply
+    message (the SDK's ``ChatCompletionMessage`` or a dict)."""
+    data = message if isinstance(message, dict) else message.model_dump(exclude_none=True)
+    kept: dict[str, Any] = {"role": "assistant", "content": data.get("content")}
+    calls = data.get("tool_calls") or []
+    if calls:
+        kept["tool_calls"] = calls
+        return kept, kept
+    return kept, data.get("content") or ""  # text: the env's parser runs any <tool_call> blocks in it
+
+
+def _refusal(kept: dict[str, Any], error: str) -> list[dict[str, Any]]:
+    """What the model is shown for a reply the env could not read at all: an answer to each of its calls (the
+    API refuses a call left unanswered), or one message when it made none."""
+    text = f"Error: {error}"
+    ids = [c.get("id") for c in kept.get("tool_calls") or [] if isinstance(c, dict)]
+    if ids:
+        return [{"role": "tool", "tool_call_id": i or "", "content": text} for i in ids]
+    return [{"role": "user", "content": text}]
+
+
+async def rollout(
+    model: Any,
+    env: str | AsyncMuaEnv,
+    task_id: str,
+    *,
+    seed: int | None = None,
+    completion_kwargs: dict[str, Any] | None = None,
+    **env_kwargs: Any,
+) -> Any:
+    """Plays task ``task_id`` with ``model`` as the agent; returns the ``art.Trajectory`` (see the module docstring).
+
+    ``env``: a Gymnasium id (an env is built with ``env_kwargs``, e.g. ``user=...``, and closed after) or an
+    :class:`mua_gym.AsyncMuaEnv` (kept open; one episode at a time). ``completion_kwargs`` go to every
+    ``chat.completions.create`` call (``temperature``, ``max_completion_tokens``, ``extra_body``...).
+    """
+    owned = isinstance(env, str)
+    if env_kwargs and not owned:
+        raise TypeError("env keywords apply only when env is an id; configure an AsyncMuaEnv when making it")
+    core = _make_env(env, env_kwargs) if isinstance(env, str) else env
+    client = model.openai_client()
+    name = model.get_inference_name()
+    try:
+        with art.no_capture():  # the user's opening line may be an LLM call: not the agent's
+            messages, info = await core.reset(seed=seed, options={"task_id": task_id})
+        trajectory = art.Trajectory(reward=0.0, metadata={"task_id": info["task_id"], "domain": info["domain"]})
+        reward, terminated, truncated, step_info = 0.0, False, False, {}
+        with trajectory:
+            while not core.done:
+                completion = await client.chat.completions.create(
+                    model=name, messages=messages, tools=info["tools"], **(completion_kwargs or {}))
+                kept, action = agent_action(completion.choices[0].message)
+                messages.append(kept)
+                with art.no_capture():  # tools, the simulated user and any judge
+                    observation, reward, terminated, truncated, step_info = await core.step(action)
+                if not observation and "error" in step_info and not core.done:
+                    observation = _refusal(kept, step_info["error"])
+                messages.extend(observation)
+        trajectory.reward = float(reward) if terminated else 0.0
+        trajectory.metrics.update({
+            "turns": step_info.get("turn", 0), "tool_calls": step_info.get("tool_calls", 0),
+            "tool_errors": step_info.get("tool_errors", 0), "terminated": bool(terminated),
+            "truncated": bool(truncated)})
+        trajectory.metadata["termination_reason"] = step_info.get("termination_reason") or ""
+        return trajectory
+    finally:
+        if owned:
+            with art.no_capture():
+                await core.aclose()
