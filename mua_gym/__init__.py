@@ -30,13 +30,25 @@ __all__ = [
     "RewardInfo",
     "SystemMessage", "Task", "Tool", "ToolCall", "ToolError", "ToolMessage", "ToolResult", "Toolkit", "Trajectory",
     "UserMessage", "UserScenario", "World", "WorldDiff", "WorldImage", "WorldSnapshot", "WorldSpec",
-    "available_domains", "env_id", "get_domain", "make", "register_domain", "tool",
+    "available_domains", "env_id", "get_domain", "make", "make_async", "register_domain", "tool",
 ]
 
 
 def make(id: str, **kwargs: Any) -> gymnasium.Env:
     """``gymnasium.make(id, **kwargs)``; ``mua/<Domain>-v0`` ids are registered on import."""
     return gymnasium.make(id, **kwargs)
+
+
+def make_async(id: str, **kwargs: Any) -> AsyncMuaEnv:
+    """The :class:`AsyncMuaEnv` of a registered id (``mua/Retail-v0``), with the id's keywords and ``kwargs``;
+    ValueError naming the registered ids for an unknown one."""
+    try:
+        spec = gymnasium.spec(id)
+    except gymnasium.error.Error:
+        known = ", ".join(sorted(i for i in gymnasium.registry if i.startswith("mua/")))
+        raise ValueError(f"unknown mua_gym env id {id!r}; registered: {known}") from None
+    options = {**spec.kwargs, **kwargs}
+    return AsyncMuaEnv(options.pop("domain"), **options)
 
 
 register_envs()

@@ -156,7 +156,9 @@ class AsyncMuaEnv:
             return task if isinstance(task, Task) else Task.model_validate(task)
         if "task_id" in options:
             wanted = str(options["task_id"])
-            for split in (None, "train", "dev", "test") if self._tasks is not None else ("train", "dev", "test"):
+            # the env's own split first: the others may be thousands of generated tasks, made on first use
+            others = [s for s in ("train", "dev", "test") if s != self.split]
+            for split in [None] if self._tasks is not None else [self.split, *others]:
                 for task in self.tasks(split):
                     if task.id == wanted:
                         return task

@@ -110,3 +110,14 @@ def arguments_object(text: str) -> Any:
     except JSONError:
         return text
     return value if isinstance(value, dict) else text
+
+
+def refusal_messages(error: str, tool_call_ids: "list[str] | tuple[str, ...]" = (), role: str = "tool"
+                     ) -> list[dict[str, Any]]:
+    """What to show a model whose action the env could not read at all (``step`` returned no messages and
+    ``info["error"]``): one tool message per call it made, since chat APIs refuse a call left unanswered, or
+    else one message of ``role`` (``"user"`` for APIs that take tool messages only after calls)."""
+    text = f"Error: {error}"
+    if tool_call_ids:
+        return [{"role": "tool", "tool_call_id": i, "content": text} for i in tool_call_ids]
+    return [{"role": role, "content": text}]

@@ -23,19 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
-
+import mua_gym
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.integrations import require
+from mua_gym.messages import refusal_messages
 
 __all__ = ["agent_action", "rollout"]
 
 art = require("art", "art")
-
-
-def _make_env(env_id: str, env_kwargs: dict[str, Any]) -> AsyncMuaEnv:
-    """An async env for a Gymnasium id such as ``mua/Retail-v0`` (its registered domain)."""
-    return AsyncMuaEnv(gymnasium.spec(env_id).kwargs["domain"], **env_kwargs)
 
 
 def agent_action(message: Any) -> tuple[dict[str, Any], Any]:
@@ -48,16 +43,6 @@ def agent_action(message: Any) -> tuple[dict[str, Any], Any]:
         kept["tool_calls"] = calls
         return kept, kept
     return kept, data.get("content") or ""  # text: the env's parser runs any <tool_call> blocks in it
-
-
-def _refusal(kept: dict[str, Any], error: str) -> list[dict[str, Any]]:
-    """What the model is shown for a reply the env could not read at all: an answer to each of its calls (the
-    API refuses a call left unanswered), or one message when it made none."""
-    text = f"Error: {error}"
-    ids = [c.get("id") for c in kept.get("tool_calls") or [] if isinstance(c, dict)]
-    if ids:
-        return [{"role": "tool", "tool_call_id": i or "", "content": text} for i in ids]
-    return [{"role": "user", "content": text}]
 
 
 async def rollout(
@@ -78,7 +63,7 @@ async def rollout(
     owned = isinstance(env, str)
     if env_kwargs and not owned:
         raise TypeError("env keywords apply only when env is an id; configure an AsyncMuaEnv when making it")
-    core = _make_env(env, env_kwargs) if isinstance(env, str) else env
+    core = mua_gym.make_async(env, **env_kwargs) if isinstance(env, str) else env
     client = model.openai_client()
     name = model.get_inference_name()
     try:
@@ -95,7 +80,8 @@ async def rollout(
                 with art.no_capture():  # tools, the simulated user and any judge
                     observation, reward, terminated, truncated, step_info = await core.step(action)
                 if not observation and "error" in step_info and not core.done:
-                    observation = _refusal(kept, step_info["error"])
+                    ids = [c.get("id") or "" for c in kept.get("tool_calls") or [] if isinstance(c, dict)]
+                    observation = refusal_messages(step_info["error"], ids, role="user")
                 messages.extend(observation)
         trajectory.reward = float(reward) if terminated else 0.0
         trajectory.metrics.update({

@@ -33,6 +33,7 @@ from typing import Any
 
 from mua_gym.gym_env import MuaEnv
 from mua_gym.integrations import require
+from mua_gym.messages import refusal_messages
 
 __all__ = ["MuaTextEnv", "PREFIX", "dataset_rows", "env_ids", "register", "tools_prompt"]
 
@@ -120,7 +121,7 @@ class MuaTextEnv(_skyrl.BaseTextEnv):  # type: ignore[misc, name-defined]
         observation, reward, terminated, truncated, info = self.env.step(action)
         done = bool(terminated or truncated)
         if not observation and not done and "error" in info:  # the model must see why nothing happened
-            observation = [{"role": "tool", "content": f"Error: {info['error']}"}]
+            observation = refusal_messages(info["error"])
         self._reward, self._last_info = float(reward), info
         return _skyrl.BaseTextEnvStepOutput(observations=[] if done else observation, reward=float(reward),
                                             done=done, metadata=info)

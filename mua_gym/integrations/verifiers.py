@@ -36,7 +36,7 @@ vf = require("verifiers.v1", "verifiers")
 _chat = require("verifiers.v1.dialects.chat", "verifiers")
 httpx = require("httpx", "verifiers")
 
-import gymnasium  # noqa: E402
+import mua_gym  # noqa: E402
 
 from mua_gym.env import AsyncMuaEnv  # noqa: E402
 from mua_gym.task import Task as MuaGymTask  # noqa: E402
@@ -68,19 +68,14 @@ class MuaTasksetConfig(vf.TasksetConfig):
 
 def open_env(config: MuaTasksetConfig) -> AsyncMuaEnv:
     """A fresh :class:`AsyncMuaEnv` for ``config``; ValueError naming the valid ids for an unknown env id."""
-    try:
-        spec = gymnasium.spec(config.env_id)
-    except gymnasium.error.Error:
-        ids = sorted(i for i in gymnasium.registry if i.startswith("mua/"))
-        raise ValueError(f"unknown mua_gym env id {config.env_id!r}; valid: {', '.join(ids)}") from None
-    kwargs: dict[str, Any] = {**spec.kwargs, "split": config.split, "max_turns": config.max_turns}
+    kwargs: dict[str, Any] = {"split": config.split, "max_turns": config.max_turns}
     if config.user:
         kwargs["user"] = config.user
     if config.world:
         kwargs["world"] = config.world
     if config.world_params:
         kwargs["world_params"] = config.world_params
-    return AsyncMuaEnv(kwargs.pop("domain"), **kwargs)
+    return mua_gym.make_async(config.env_id, **kwargs)
 
 
 class MuaTask(vf.Task[vf.TaskData, vf.State, vf.TaskConfig]):

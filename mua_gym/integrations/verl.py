@@ -35,11 +35,11 @@ import time
 from typing import Any
 from uuid import uuid4
 
-import gymnasium
-
+import mua_gym
 from mua_gym.chat_tokens import ChatTokens
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.integrations import require
+from mua_gym.messages import refusal_messages
 
 __all__ = ["AGENT_NAME", "MuaAgentLoop", "dataset_rows", "write_agent_loop_config"]
 
@@ -47,11 +47,6 @@ _agent_loop = require("verl.experimental.agent_loop.agent_loop", "verl")
 
 #: The ``agent_name`` of the loop, in verl's registry and in dataset rows.
 AGENT_NAME = "mua_gym"
-
-
-def _make_env(env_id: str, env_kwargs: dict[str, Any]) -> AsyncMuaEnv:
-    """An async env for a Gymnasium id such as ``mua/Retail-v0`` (its registered domain)."""
-    return AsyncMuaEnv(gymnasium.spec(env_id).kwargs["domain"], **env_kwargs)
 
 
 def _plain(value: Any) -> dict[str, Any]:
@@ -82,7 +77,7 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
         if not extra.get("env_id") or not extra.get("task_id"):
             raise ValueError("a mua_gym row needs extra_info['env_id'] and extra_info['task_id'] "
                              "(see mua_gym.integrations.verl.dataset_rows)")
-        env = _make_env(str(extra["env_id"]), {**self.env_kwargs, **_plain(extra.get("env_kwargs"))})
+        env = mua_gym.make_async(str(extra["env_id"]), **{**self.env_kwargs, **_plain(extra.get("env_kwargs"))})
         try:
             return await self._play(env, extra, dict(sampling_params))
         finally:
@@ -118,7 +113,7 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
             if env.done:
                 break
             if not observation and "error" in step_info:  # the model must see why nothing happened
-                observation = [{"role": "tool", "content": f"Error: {step_info['error']}"}]
+                observation = refusal_messages(step_info["error"])
             before = len(tokens.ids)
             tokens.add_messages(observation)
             logprobs = _extend(logprobs, [], 0, len(tokens.ids) - before)
@@ -154,9 +149,8 @@ def dataset_rows(env_id: str, split: str = "train", limit: int | None = None,
     """verl dataset rows for the tasks of ``split``: ``prompt`` (the env's opening: what data.max_prompt_length
     filters on), ``agent_name`` (``"mua_gym"``), ``data_source`` (``env_id``) and ``extra_info`` (``env_id``,
     ``task_id``, ``index``). ``env_kwargs`` should be the loop's (its user writes the opening)."""
-    from mua_gym.gym_env import MuaEnv
 
-    env = MuaEnv(gymnasium.spec(env_id).kwargs["domain"], **{**(env_kwargs or {}), "split": split})
+    env = mua_gym.make(env_id, **{**(env_kwargs or {}), "split": split}).unwrapped
     try:
         rows = []
         for index, task in enumerate(env.core.tasks(split)[:limit]):
