@@ -30,6 +30,8 @@ _ASSISTANT = {"role": "assistant", "content": "."}
 # What tool and user messages are rendered after: a model turn, or (for templates such as Qwen 3's, which render
 # the last model turn differently from earlier ones) a user turn.
 _CONTEXTS = ([_USER, _ASSISTANT], [_USER])
+# What a model turn is rendered after.
+_ASSISTANT_CONTEXT = [_USER]
 
 
 def template_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -67,6 +69,10 @@ class ChatTokens:
         self.mask: list[int] = []
         self._append(self._render([template_message(m) for m in messages], True), 0)
         self.prompt_length = len(self.ids)
+        self._renders: dict[tuple[int, bool], str] = {}  # the stand-in histories' renders, made once
+        self._piece_tools = self.tools
+        if self.tools and self._tools_change_pieces() is False:
+            self._piece_tools = None  # later turns render without the schemas: most of a render's cost
         self._end_of_turn: int | None = None
         self._model_tail = self._model_frame()
 
@@ -102,9 +108,9 @@ class ChatTokens:
     def add_assistant(self, message: dict[str, Any]) -> None:
         """Appends an assistant message as the template renders it after the generation prompt (mask 1 on the
         model's part: its text, calls and end-of-turn token; 0 on the whitespace the template adds after)."""
-        base = [_USER]
-        before = self._render(base, True)
-        after = self._render([*base, template_message({**message, "role": "assistant"})], False)
+        before = self._stand_in(_ASSISTANT_CONTEXT, True)
+        after = self._render([*_ASSISTANT_CONTEXT, template_message({**message, "role": "assistant"})], False,
+                             self._piece_tools)
         piece = _suffix(before, after, "an assistant turn")
         body = piece.rstrip()
         self._append(body, 1)
@@ -116,17 +122,20 @@ class ChatTokens:
             return
         pieces = [template_message(m) for m in messages]
         for base in _CONTEXTS:  # the first stand-in history the template renders stably (see _CONTEXTS)
-            before = self._render(base, False)
-            after = self._render([*base, *pieces], True)
+            before = self._stand_in(base, False)
+            after = self._render([*base, *pieces], True, self._piece_tools)
             if after.startswith(before):
                 self._append(after[len(before):], 0)
                 return
         _suffix("", "", "tool or user messages", stable=False)
 
     # -- internals ---------------------------------------------------------------------------------
-    def _render(self, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
-        text = self.tokenizer.apply_chat_template(messages, tools=self.tools, tokenize=False,
-                                                  add_generation_prompt=generation_prompt, **self.template_kwargs)
+    _KEEP: Any = object()
+
+    def _render(self, messages: list[dict[str, Any]], generation_prompt: bool, tools: Any = _KEEP) -> str:
+        text = self.tokenizer.apply_chat_template(messages, tools=self.tools if tools is self._KEEP else tools,
+                                                  tokenize=False, add_generation_prompt=generation_prompt,
+                                                  **self.template_kwargs)
         if not isinstance(text, str):
             raise ValueError("apply_chat_template(tokenize=False) did not return text")
         return text
@@ -139,10 +148,30 @@ class ChatTokens:
         self.ids += ids
         self.mask += [flag] * len(ids)
 
+    def _stand_in(self, base: list[dict[str, Any]], generation_prompt: bool) -> str:
+        key = (id(base), generation_prompt)
+        if key not in self._renders:
+            self._renders[key] = self._render(base, generation_prompt, self._piece_tools)
+        return self._renders[key]
+
+    def _tools_change_pieces(self) -> bool | None:
+        """Whether a turn renders differently after a history with the tool schemas than after one without them
+        (None: the probe itself does not split; the turns will say so)."""
+        probe = [{"role": "tool", "tool_call_id": "probe", "content": "."}, {"role": "user", "content": "."}]
+        pieces = []
+        for tools in (self.tools, None):
+            base = _CONTEXTS[0]
+            before, after = self._render(base, False, tools), self._render([*base, *probe], True, tools)
+            if not after.startswith(before):
+                return None
+            pieces.append(after[len(before):])
+        return pieces[0] != pieces[1]
+
     def _model_frame(self) -> str:
         """The whitespace the template puts after a model turn's end-of-turn token (which it notes)."""
-        before = self._render([_USER], True)
-        piece = _suffix(before, self._render([_USER, _ASSISTANT], False), "an assistant turn")
+        before = self._stand_in(_ASSISTANT_CONTEXT, True)
+        after = self._render([*_ASSISTANT_CONTEXT, _ASSISTANT], False, self._piece_tools)
+        piece = _suffix(before, after, "an assistant turn")
         body = piece.rstrip()
         ids = self._encode(body)
         self._end_of_turn = ids[-1] if ids else None
