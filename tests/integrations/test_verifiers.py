@@ -24,8 +24,6 @@ from integrations.openai_stub import Reply, ScriptedOpenAI, by_opening, gold_pla
 from integrations.readme import readme_block
 
 TASKSET_ID = "mua-gym-verifiers"
-SHIM = ("from mua_gym.integrations.verifiers import *  # noqa: F401,F403\n"
-        "from mua_gym.integrations.verifiers import __all__  # noqa: F401\n")
 
 
 def test_missing_verifiers_is_one_line_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,19 +42,16 @@ vf = pytest.importorskip("verifiers.v1")
 adapter = pytest.importorskip("mua_gym.integrations.verifiers")
 
 
-@pytest.mark.xfail(strict=True, reason="vf-eval imports a taskset id as a top-level module; setup.cfg must install "
-                                       "mua_gym_verifiers (py_modules) for `vf-eval mua-gym-verifiers` to work")
 def test_the_documented_taskset_id_is_installed() -> None:
-    assert importlib.util.find_spec("mua_gym_verifiers") is not None
+    module = importlib.import_module("mua_gym_verifiers")
+    assert sorted(module.__all__) == sorted(adapter.__all__) and module.MuaTaskset is adapter.MuaTaskset
 
 
 @pytest.fixture(scope="module")
 def taskset_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A PYTHONPATH folder with the top-level ``mua_gym_verifiers`` module vf-eval imports, if not installed."""
-    folder = tmp_path_factory.mktemp("taskset")
-    if importlib.util.find_spec("mua_gym_verifiers") is None:
-        (folder / "mua_gym_verifiers.py").write_text(SHIM)
-    return str(folder)
+    """An empty PYTHONPATH folder: vf-eval must find the installed ``mua_gym_verifiers`` module on its own."""
+    assert importlib.util.find_spec("mua_gym_verifiers") is not None
+    return str(tmp_path_factory.mktemp("taskset"))
 
 
 def test_taskset_carries_task_ids_policy_and_config() -> None:
