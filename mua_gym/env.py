@@ -261,10 +261,13 @@ class AsyncMuaEnv:
     async def finish(self, reason: str = "stopped_by_trainer") -> float:
         """Ends a running episode where it stands; returns its reward, scored as a terminal step scores it.
 
-        For trainers that stop a rollout on their own (a turn or token budget): the world as it stands is
-        compared with the gold world, as when the user stops, the judge included, and the episode ends
-        terminated with ``termination_reason`` ``reason``. On an episode already over it changes nothing
-        and returns that episode's reward (0.0 for a truncated one). Before any ``reset``: 0.0.
+        For trainers that stop a rollout on their own (a reply without a tool call, a turn or token budget):
+        the world as it stands is compared with the gold world, as when the user stops, the judge included,
+        and the episode ends terminated with ``termination_reason`` ``reason``. Where the world alone cannot
+        tell a done task from an untouched one (a task no agent needs to change anything for, scored on the
+        world only: some of TAU2's; never a generated task), a blind agent would be paid, so the episode
+        ends truncated instead, at 0.0. On an episode already over it changes nothing and returns that
+        episode's reward (0.0 for a truncated one). Before any ``reset``: 0.0.
         """
         if self.world is None or self.task is None:
             return 0.0
@@ -272,6 +275,9 @@ class AsyncMuaEnv:
             return float(self._reward or 0.0)
         if self._pending_error is not None:  # the user never opened: nothing the agent did can be scored
             self._finish_truncated("user_error")
+            return 0.0
+        if prepare_task(self.domain, self.task).blind_paid:
+            self._finish_truncated(reason)
             return 0.0
         self._terminated, self._done, self._reason = True, True, reason
         reward = self._score()

@@ -50,6 +50,9 @@ class PreparedTask:
     gold_results: tuple[ToolResult, ...]
     #: Rows the gold actions change (from the start state): the partial credit's denominator.
     gold_rows_changed: int = 0
+    #: Whether an agent that did and said nothing would be paid (a task needing no write, scored on the world
+    #: alone: some of TAU2's). Generated tasks never are; a rollout a trainer cuts short is then not scored.
+    blind_paid: bool = False
 
 
 def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
@@ -68,12 +71,38 @@ def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
                 raise ValueError(f"task {task.id}: initial action {action.name} failed: {result.content}")
         start, start_memory = world.delta(), world.memory()
         start_changes = world.changes()
+        start_hash, assertions_hold = world.state_hash(), _assertions_hold(domain, task, world)
         results = tuple(world.call_tool(a.name, a.arguments, a.requestor) for a in task.gold_actions)
         gold_changes = world.changes()
-        prepared = PreparedTask(image, start, start_memory, start_changes, world.state_hash(), gold_changes,
-                                results, _compare(image, start_changes, gold_changes, gold_changes)[1])
+        gold_hash = world.state_hash()
+        prepared = PreparedTask(image, start, start_memory, start_changes, gold_hash, gold_changes,
+                                results, _compare(image, start_changes, gold_changes, gold_changes)[1],
+                                _blind_paid(task, start_hash == gold_hash, assertions_hold))
     task._prepared = prepared
     return prepared
+
+
+def _assertions_hold(domain: "Domain", task: Task, world: World) -> bool:
+    """Whether every env assertion of the task holds in ``world`` (a failing check counts as not holding)."""
+    if "ENV_ASSERTION" not in task.evaluation.reward_basis:
+        return True
+    try:
+        return all(domain.check_assertion(world, a) for a in task.evaluation.env_assertions)
+    except Exception:
+        return False
+
+
+def _blind_paid(task: Task, start_is_gold: bool, assertions_hold: bool) -> bool:
+    """Whether :func:`evaluate` would pay an episode with no messages on the start world."""
+    spec = task.evaluation
+    passes = {
+        "DB": start_is_gold,
+        "COMMUNICATE": not spec.communicate_info,
+        "ACTION": not (spec.actions or task.gold_actions),
+        "ENV_ASSERTION": assertions_hold,
+        "NL_ASSERTION": not spec.nl_assertions,  # a judge is taken to fail an empty conversation
+    }
+    return all(passes.get(component, True) for component in spec.reward_basis)
 
 
 class RewardInfo(BaseModel):

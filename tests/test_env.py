@@ -446,3 +446,23 @@ def test_finish_keeps_a_truncated_episode_at_zero():
     env.reset(options={"task_id": "mock-cancel-card"})
     *_, truncated, info = env.step("Hello")
     assert truncated and env.finish() == 0.0 and env.trajectory().termination_reason == "max_turns"
+
+
+def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
+    """Some TAU2 tasks need no write and are scored on the world only: an untouched world is their gold one.
+    A rollout cut short there must not be paid, or a trainer's policy learns to stop at once."""
+    pytest.importorskip("tau2")
+    from mua_gym.reward import prepare_task
+
+    env = mua_gym.make("mua/Airline-v0", world="tau2", split="test").unwrapped
+    blind = [t for t in env.core.tasks("test") if prepare_task(env.domain, t).blind_paid]
+    scored = [t for t in env.core.tasks("test") if not prepare_task(env.domain, t).blind_paid]
+    assert blind and scored
+    env.reset(options={"task": blind[0]})
+    assert env.finish() == 0.0
+    trajectory = env.trajectory()
+    assert trajectory.truncated and not trajectory.terminated and trajectory.termination_reason == "stopped_by_trainer"
+    env.reset(options={"task": scored[0]})
+    assert env.finish() == 0.0 and env.trajectory().terminated  # scored, and nothing done earns nothing
+    generated = mua_gym.make("mua/Airline-v0", split="test").unwrapped
+    assert not any(prepare_task(generated.domain, t).blind_paid for t in generated.core.tasks("test"))
