@@ -47,6 +47,8 @@ def make_async(id: str, **kwargs: Any) -> AsyncMuaEnv:
     except gymnasium.error.Error:
         known = ", ".join(sorted(i for i in gymnasium.registry if i.startswith("mua/")))
         raise ValueError(f"unknown mua_gym env id {id!r}; registered: {known}") from None
+    if spec.entry_point != "mua_gym.gym_env:MuaEnv" or "domain" not in spec.kwargs:
+        raise ValueError(f"{id!r} is not a mua_gym env id (its entry point is {spec.entry_point!r})")
     options = {**spec.kwargs, **kwargs}
     return AsyncMuaEnv(options.pop("domain"), **options)
 

@@ -12,6 +12,7 @@ Nested structure is described as far as Python hints can carry it: ``list[str]``
 from __future__ import annotations
 
 import inspect
+import keyword
 from typing import Any, Callable, Literal, Optional
 
 __all__ = ["python_type", "tool_function", "tool_method"]
@@ -62,6 +63,9 @@ def _parts(schema: dict[str, Any]) -> tuple[str, list[inspect.Parameter], dict[s
     ordered = [p for p in properties if p in required] + [p for p in properties if p not in required]
     parameters, hints, lines = [], {}, []
     for pname in ordered:
+        if not pname.isidentifier() or keyword.iskeyword(pname) or pname == "self":
+            raise ValueError(f"tool {name!r}: parameter {pname!r} cannot be a Python parameter name, and trainers "
+                             "that read tools from signatures need one")
         hint = python_type(properties[pname])
         if pname not in required:
             hint = Optional[hint]

@@ -69,3 +69,18 @@ def test_python_type_reads_unions_enums_and_arrays():
     assert python_type({"type": ["integer", "null"]}) == (int | None)
     assert python_type({"type": "array", "items": {"type": "number"}}) == list[float]
     assert str(python_type({"type": "string", "enum": ["a", "b"]})) == "typing.Literal['a', 'b']"
+
+
+def test_a_parameter_python_cannot_name_is_refused_in_one_line():
+    schema = {"type": "function", "function": {"name": "book", "description": "Book.", "parameters": {
+        "type": "object", "properties": {"class": {"type": "string", "description": "Cabin."}}, "required": ["class"]}}}
+    with pytest.raises(ValueError, match="parameter 'class'"):
+        tool_function(schema, lambda n, a: "")
+
+
+def test_make_async_refuses_an_id_that_is_not_mua_gyms():
+    with pytest.raises(ValueError, match="not a mua_gym env id"):
+        mua_gym.make_async("CartPole-v1")
+    with pytest.raises(ValueError, match="registered: mua/Airline-v0"):
+        mua_gym.make_async("mua/Nope-v0")
+    assert mua_gym.make_async("mua/Mock-v0", max_turns=3).max_turns == 3
