@@ -22,6 +22,7 @@ import urllib.request
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from mua_gym import MuaEnv  # noqa: E402
+from overhead import interleaved_us, report  # noqa: E402
 
 ACTION = '<tool_call>{"name": "get_order_details", "arguments": {"order_id": "#W8052947"}}</tool_call>'
 TASK = "retail-train-0-00003"
@@ -36,20 +37,11 @@ def step_overhead_us(repeat: int = 2000) -> dict[str, float]:
     bare.reset(options={"task_id": TASK})
     adapter = MuaEnvironment("mua/Retail-v0", max_turns=repeat + 1, world_params=WORLD)
     adapter.reset(task_id=TASK)
-    times: dict[str, list[float]] = {"bare": [], "adapter": []}
-    for _ in range(repeat):  # interleaved, so both see the same machine load
-        t0 = time.perf_counter()
-        bare.step(ACTION)
-        t1 = time.perf_counter()
-        adapter.step(MuaAction(text=ACTION))
-        t2 = time.perf_counter()
-        times["bare"].append(t1 - t0)
-        times["adapter"].append(t2 - t1)
-    bare.close()
-    adapter.close()
-    out = {k: statistics.median(v) * 1e6 for k, v in times.items()}
-    out["overhead"] = out["adapter"] - out["bare"]
-    return out
+    try:
+        return interleaved_us(lambda: bare.step(ACTION), lambda: adapter.step(MuaAction(text=ACTION)), repeat)
+    finally:
+        bare.close()
+        adapter.close()
 
 
 def websocket_step_us(repeat: int = 500) -> float:
@@ -89,8 +81,7 @@ def main() -> None:
     parser.add_argument("--no-server", dest="server", action="store_false", help="skip the WebSocket figure")
     args = parser.parse_args()
     figures = step_overhead_us(args.repeat)
-    line = (f"openenv step, median: bare {figures['bare']:.1f} us, adapter {figures['adapter']:.1f} us, "
-            f"overhead {figures['overhead']:.1f} us")
+    line = report("OpenEnv", figures)
     if args.server:
         line += f"; over WebSocket {websocket_step_us(max(100, args.repeat // 4)):.1f} us"
     print(line)

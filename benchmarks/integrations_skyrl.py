@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from mua_gym import MuaEnv  # noqa: E402
+from overhead import interleaved_us, report  # noqa: E402
 
 ACTION = '<tool_call>{"name": "get_order_details", "arguments": {"order_id": "#W8052947"}}</tool_call>'
 TASK = "retail-train-0-00003"
@@ -34,28 +33,17 @@ def step_overhead_us(repeat: int = 2000) -> dict[str, float]:
     bare.reset(options={"task_id": TASK})
     adapter = skyrl_gym.make("mua_retail", env_config=CONFIG, extras={"task_id": TASK, "max_turns": turns})
     adapter.init([])
-    times: dict[str, list[float]] = {"bare": [], "adapter": []}
-    for _ in range(repeat):  # interleaved, so both see the same machine load
-        t0 = time.perf_counter()
-        bare.step(ACTION)
-        t1 = time.perf_counter()
-        adapter.step(ACTION)
-        t2 = time.perf_counter()
-        times["bare"].append(t1 - t0)
-        times["adapter"].append(t2 - t1)
-    bare.close()
-    adapter.close()
-    out = {k: statistics.median(v) * 1e6 for k, v in times.items()}
-    out["overhead"] = out["adapter"] - out["bare"]
-    return out
+    try:
+        return interleaved_us(lambda: bare.step(ACTION), lambda: adapter.step(ACTION), repeat)
+    finally:
+        bare.close()
+        adapter.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=2000)
-    figures = step_overhead_us(parser.parse_args().repeat)
-    print(f"skyrl step, median: bare {figures['bare']:.1f} us, adapter {figures['adapter']:.1f} us, "
-          f"overhead {figures['overhead']:.1f} us")
+    print(report("SkyRL", step_overhead_us(parser.parse_args().repeat)))
 
 
 if __name__ == "__main__":

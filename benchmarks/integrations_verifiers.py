@@ -27,6 +27,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from mua_gym import AsyncMuaEnv, get_domain  # noqa: E402
+from overhead import with_overhead  # noqa: E402
 
 TASKSET_ID = "mua-gym-verifiers"
 
@@ -103,9 +104,7 @@ def step_overhead_ms(steps: int = 200) -> dict[str, float]:
         model.terminate()
     bare_times = asyncio.run(bare())
     intervals = [b - a for a, b in zip(arrivals[:steps], arrivals[1:steps + 1])]
-    out = {"bare": statistics.median(bare_times) * 1e3, "adapter": statistics.median(intervals) * 1e3}
-    out["overhead"] = out["adapter"] - out["bare"]
-    return out
+    return with_overhead({"bare": statistics.median(bare_times) * 1e3, "adapter": statistics.median(intervals) * 1e3})
 
 
 def main() -> None:

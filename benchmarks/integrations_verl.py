@@ -21,6 +21,8 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from overhead import report, with_overhead  # noqa: E402
+
 ACTION = '<tool_call>\n{"name": "get_order_details", "arguments": {"order_id": "#W8052947"}}\n</tool_call>'
 TASK = "retail-train-0-00003"
 WORLD = {"world_params": {"count": 20}}
@@ -85,9 +87,7 @@ def step_overhead_us(episodes: int = 30, turns: int = 10) -> dict[str, float]:
             await bare.aclose()
 
     asyncio.run(run())
-    out = {k: statistics.median(v) * 1e6 for k, v in times.items()}
-    out["overhead"] = out["adapter"] - out["bare"]
-    return out
+    return with_overhead({k: statistics.median(v) * 1e6 for k, v in times.items()})
 
 
 def main() -> None:
@@ -96,8 +96,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10)
     args = parser.parse_args()
     figures = step_overhead_us(args.episodes, args.turns)
-    print(f"verl agent-loop step, median: bare {figures['bare']:.1f} us, adapter {figures['adapter']:.1f} us, "
-          f"overhead {figures['overhead']:.1f} us")
+    print(report("verl agent-loop", figures))
 
 
 if __name__ == "__main__":
