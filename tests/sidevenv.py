@@ -50,8 +50,9 @@ def side_venv(name: str, extras: str, python: str = "python3", timeout: float = 
     exe = venv / "bin" / "python"
     if (venv / ".complete").exists():
         # the editable install points at the checkout that built it: repoint it at this one (no resolve)
-        subprocess.run([str(exe), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)], check=True,
-                       capture_output=True, timeout=timeout)
+        if not _points_at(venv, ROOT):
+            subprocess.run([str(exe), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)], check=True,
+                           capture_output=True, timeout=timeout)
         return exe
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
@@ -63,3 +64,9 @@ def side_venv(name: str, extras: str, python: str = "python3", timeout: float = 
         raise RuntimeError(f"pip could not build the {name} venv:\n" + "\n".join(lines[-15:]))
     (venv / ".complete").write_text("ok\n")
     return exe
+
+
+def _points_at(venv: Path, root: Path) -> bool:
+    """Whether the venv's editable install of mua_gym maps to ``root`` (setuptools' finder names the folders)."""
+    finders = list(venv.glob("lib/python*/site-packages/__editable___mua_gym_*_finder.py"))
+    return bool(finders) and all(f"'{root / 'mua_gym'}'" in f.read_text() for f in finders)
