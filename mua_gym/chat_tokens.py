@@ -94,16 +94,18 @@ class ChatTokens:
 
     # -- growing it --------------------------------------------------------------------------------
     def add_model_tokens(self, token_ids: Iterable[int]) -> None:
-        """Appends what the model generated, verbatim (mask 1).
-
-        When it ends with the template's end-of-turn token, the template's whitespace after that token follows
-        (mask 0), so the next messages sit where the template puts them.
+        """Appends what the model generated, verbatim (mask 1), then closes the turn as the template does (mask 0):
+        the whitespace after the end-of-turn token, and before it the end-of-turn token itself where the model
+        did not write it (cut by a length limit, or a server that strips stop tokens), so that the next messages
+        sit where the template puts them.
         """
         ids = [int(i) for i in token_ids]
         self.ids += ids
         self.mask += [1] * len(ids)
-        if ids and self._model_tail and ids[-1] == self._end_of_turn:
-            self._append(self._model_tail, 0)
+        if self._end_of_turn is not None and (not ids or ids[-1] != self._end_of_turn):
+            self.ids.append(self._end_of_turn)
+            self.mask.append(0)
+        self._append(self._model_tail, 0)
 
     def add_assistant(self, message: dict[str, Any]) -> None:
         """Appends an assistant message as the template renders it after the generation prompt (mask 1 on the

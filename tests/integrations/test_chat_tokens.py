@@ -149,8 +149,11 @@ def test_generated_ids_keep_their_tokens_and_get_the_templates_glue(tokenizers):
     assert tokenizer.decode(tokens.ids, clean_up_tokenization_spaces=False).endswith(
         "It is<|im_end|>\n<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n")
     cut_short = ChatTokens(tokenizer, CONVERSATION[:2], TOOLS)
-    cut_short.add_model_tokens(odd)  # no end-of-turn token (the length budget ran out): no glue either
-    assert cut_short.response_ids == odd and cut_short.response_mask == [1, 1]
+    cut_short.add_model_tokens(odd)  # no end-of-turn token (the length budget ran out): the turn is closed for it
+    assert cut_short.response_ids == [*odd, end, *glue] and cut_short.response_mask == [1, 1, 0] + [0] * len(glue)
+    cut_short.add_messages([{"role": "user", "content": "Thanks"}])
+    assert tokenizer.decode(cut_short.ids, clean_up_tokenization_spaces=False).endswith(
+        "It is<|im_end|>\n<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n")
 
 
 def test_a_template_that_rewrites_history_is_refused(tokenizers):
