@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
-__all__ = ["MissingTrainerError", "require"]
+__all__ = ["MissingTrainerError", "plain_config", "require"]
 
 
 class MissingTrainerError(ImportError):
@@ -37,3 +38,17 @@ def require(module: str, extra: str) -> ModuleType:
         raise MissingTrainerError(
             f"mua_gym.integrations.{extra} needs {module.split('.')[0]} ({exc}): pip install \"mua_gym[{extra}]\""
         ) from None
+
+
+def plain_config(value: Any) -> dict[str, Any]:
+    """A trainer's config mapping as a plain dict: an omegaconf ``DictConfig`` (what hydra-built trainers hand
+    over) resolved, a dict copied, None as ``{}``."""
+    if value is None:
+        return {}
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:  # omegaconf comes with the trainers that hand configs over; a dict needs none
+        return dict(value)
+    if OmegaConf.is_config(value):
+        return dict(OmegaConf.to_container(value, resolve=True))  # type: ignore[arg-type]
+    return dict(value)

@@ -32,7 +32,7 @@ import json
 from typing import Any
 
 from mua_gym.gym_env import MuaEnv
-from mua_gym.integrations import require
+from mua_gym.integrations import plain_config, require
 from mua_gym.messages import refusal_messages
 
 __all__ = ["MuaTextEnv", "PREFIX", "dataset_rows", "env_ids", "register", "tools_prompt"]
@@ -63,19 +63,6 @@ def register() -> list[str]:
     return list(ids)
 
 
-def _plain(config: Any) -> dict[str, Any]:
-    """``env_config`` as a plain dict: SkyRL hands an omegaconf ``DictConfig``, a user may hand a dict or None."""
-    if config is None:
-        return {}
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:  # omegaconf comes with skyrl-gym; a dict still works without it
-        return dict(config)
-    if OmegaConf.is_config(config):
-        return dict(OmegaConf.to_container(config, resolve=True))  # type: ignore[arg-type]
-    return dict(config)
-
-
 def tools_prompt(tools: list[dict[str, Any]]) -> str:
     """The system-message section that shows the model its tools and the Hermes call format."""
     schemas = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
@@ -90,7 +77,7 @@ class MuaTextEnv(_skyrl.BaseTextEnv):  # type: ignore[misc, name-defined]
 
     def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None, domain: str = "mock") -> None:
         super().__init__()
-        config = _plain(env_config)
+        config = plain_config(env_config)
         extras = dict(extras or {})
         info = extras.get("extra_info") if isinstance(extras.get("extra_info"), dict) else {}
         self.task_id: str | None = extras.get("task_id", info.get("task_id"))

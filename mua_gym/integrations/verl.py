@@ -20,17 +20,24 @@ dataset row whose ``agent_name`` is ``"mua_gym"``. Its ``run`` plays one episode
   (the conversation's messages after the system message), ``metrics`` (``generate_sequences`` and
   ``tool_calls``: seconds spent generating and in the env), and ``extra_fields["reward_extra_info"]`` with
   ``mua_reward``, ``mua_cut`` (1.0: the budget stopped it), ``mua_truncated``, ``mua_turns``,
-  ``mua_tool_errors`` (numbers verl logs per data source).
+  ``mua_tool_errors`` and ``mua_void`` (numbers verl logs per data source).
+- A void sample, when there is no episode to learn from: the user never opened (``reset`` reported
+  ``info["user_error"]``: a failing LLM user) or the opening is longer than ``rollout.prompt_length`` (an LLM
+  user's opening can run longer than ``dataset_rows`` measured). No model turn is generated; the output is one
+  padding token with ``response_mask`` 0, ``reward_score`` 0.0 and ``mua_void`` 1.0, and a warning names the
+  reason (``user_error`` or ``prompt_too_long``). The
+  masked token gives no gradient, but its 0.0 still enters a GRPO group's mean: filter ``mua_void`` out where that
+  matters.
 
 verl builds loops in its Ray workers, where this module is not imported: name the loop to them with
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` pointing at the file :func:`write_agent_loop_config`
 writes (it can carry ``env_kwargs``: ``user``, ``world_params``, ``max_turns``...). Nothing the model writes
-raises here; a prompt longer than ``rollout.prompt_length`` does (ValueError), since cutting the policy would
-train on a prompt the env never gave.
+(nor a failing user, nor an over-long prompt) raises here; only a row without ``env_id``/``task_id`` does.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 from uuid import uuid4
@@ -38,26 +45,16 @@ from uuid import uuid4
 import mua_gym
 from mua_gym.chat_tokens import ChatTokens
 from mua_gym.env import AsyncMuaEnv
-from mua_gym.integrations import require
+from mua_gym.integrations import plain_config, require
 from mua_gym.messages import refusal_messages
 
 __all__ = ["AGENT_NAME", "MuaAgentLoop", "dataset_rows", "write_agent_loop_config"]
 
 _agent_loop = require("verl.experimental.agent_loop.agent_loop", "verl")
+logger = logging.getLogger(__name__)
 
 #: The ``agent_name`` of the loop, in verl's registry and in dataset rows.
 AGENT_NAME = "mua_gym"
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    """A hydra/omegaconf mapping (or None, or a dict) as a plain dict."""
-    if value is None:
-        return {}
-    from omegaconf import OmegaConf
-
-    if OmegaConf.is_config(value):
-        return dict(OmegaConf.to_container(value, resolve=True))  # type: ignore[arg-type]
-    return dict(value)
 
 
 @_agent_loop.register(AGENT_NAME)
@@ -67,17 +64,17 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
 
     def __init__(self, *args: Any, env_kwargs: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.env_kwargs = _plain(env_kwargs)
+        self.env_kwargs = plain_config(env_kwargs)
         self.response_length = int(self.rollout_config.response_length)
         self.prompt_length = int(self.rollout_config.prompt_length)
 
     async def run(self, sampling_params: dict[str, Any], **row: Any) -> Any:
         """Plays the row's task; returns verl's ``AgentLoopOutput`` (see the module docstring)."""
-        extra = _plain(row.get("extra_info"))
+        extra = plain_config(row.get("extra_info"))
         if not extra.get("env_id") or not extra.get("task_id"):
             raise ValueError("a mua_gym row needs extra_info['env_id'] and extra_info['task_id'] "
                              "(see mua_gym.integrations.verl.dataset_rows)")
-        env = mua_gym.make_async(str(extra["env_id"]), **{**self.env_kwargs, **_plain(extra.get("env_kwargs"))})
+        env = mua_gym.make_async(str(extra["env_id"]), **{**self.env_kwargs, **plain_config(extra.get("env_kwargs"))})
         try:
             return await self._play(env, extra, dict(sampling_params))
         finally:
@@ -86,9 +83,12 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
     async def _play(self, env: AsyncMuaEnv, extra: dict[str, Any], sampling_params: dict[str, Any]) -> Any:
         observation, info = await env.reset(seed=extra.get("seed"), options={"task_id": str(extra["task_id"])})
         tokens = ChatTokens(self.tokenizer, observation, tools=info["tools"], **self.apply_chat_template_kwargs)
-        if len(tokens.prompt_ids) > self.prompt_length:
-            raise ValueError(f"the {extra['env_id']} prompt (policy and tools) is {len(tokens.prompt_ids)} tokens, "
-                             f"over rollout.prompt_length={self.prompt_length}: raise data.max_prompt_length")
+        if "user_error" in info:  # the user never opened: there is no episode to learn from
+            return self._void(tokens.prompt_ids, sampling_params, "user_error", str(info["user_error"]))
+        if len(tokens.prompt_ids) > self.prompt_length:  # cutting it would train on a prompt the env never gave
+            return self._void(tokens.prompt_ids, sampling_params, "prompt_too_long",
+                              f"the {extra['env_id']} prompt is {len(tokens.prompt_ids)} tokens, over "
+                              f"rollout.prompt_length={self.prompt_length}: raise data.max_prompt_length")
         request_id = uuid4().hex
         logprobs: list[float] | None = []
         timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
@@ -131,6 +131,26 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
             extra_fields={"reward_extra_info": {
                 "mua_reward": score, "mua_cut": float(cut_short), "mua_truncated": float(truncated),
                 "mua_turns": float(step_info.get("turn", 0)), "mua_tool_errors": float(step_info.get("tool_errors", 0)),
+                "mua_void": 0.0,
+            }},
+        )
+
+    def _void(self, prompt_ids: list[int], sampling_params: dict[str, Any], reason: str, why: str) -> Any:
+        """An ``AgentLoopOutput`` nothing can be learnt from: one padding token, masked out, reward 0.0,
+        ``mua_void`` 1.0; the prompt is cut to ``rollout.prompt_length`` (it is never trained on)."""
+        logger.warning("mua_gym: a void sample (%s): %s", reason, why)
+        filler = self.tokenizer.pad_token_id
+        if filler is None:
+            filler = self.tokenizer.eos_token_id or 0
+        # every sample of a batch must carry logprobs, or none: verl stacks them
+        logprobs = [0.0] if sampling_params.get("logprobs") else None
+        return _agent_loop.AgentLoopOutput(
+            prompt_ids=list(prompt_ids)[:self.prompt_length], response_ids=[int(filler)], response_mask=[0],
+            response_logprobs=logprobs, reward_score=0.0, num_turns=0,
+            metrics={"generate_sequences": 0.0, "tool_calls": 0.0},
+            extra_fields={"reward_extra_info": {
+                "mua_reward": 0.0, "mua_cut": 0.0, "mua_truncated": 1.0, "mua_turns": 0.0, "mua_tool_errors": 0.0,
+                "mua_void": 1.0,
             }},
         )
 

@@ -132,6 +132,21 @@ def test_task_choice_and_turn_cap_come_from_extras():
         env.close()
 
 
+def test_env_config_interpolations_resolve_through_the_shared_plain_config(monkeypatch):
+    from mua_gym.integrations import plain_config
+
+    monkeypatch.setenv("MUA_TEST_TURNS", "2")
+    config = OmegaConf.create({**CONFIG, "max_turns": "${oc.env:MUA_TEST_TURNS}"})  # what hydra hands over
+    assert plain_config(config) == {**CONFIG, "max_turns": "2"} and plain_config(None) == {}
+    given = {"a": [1]}
+    assert plain_config(given) == given and plain_config(given) is not given
+    capped = skyrl.MuaTextEnv(config, {"task_id": TASK}, domain="retail")
+    try:
+        assert capped.max_turns == 2
+    finally:
+        capped.close()
+
+
 def test_steps_on_a_running_event_loop_with_a_user_that_awaits():
     from mua_gym.user_sims.scripted import ScriptedUser
 

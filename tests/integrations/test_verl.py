@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -22,6 +23,7 @@ pytest.importorskip("verl.experimental.agent_loop.agent_loop")
 pytestmark = pytest.mark.slow  # verl, torch and ray import in ~20 s
 
 import pandas as pd  # noqa: E402  (verl's own dependencies)
+import torch  # noqa: E402
 import transformers  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
@@ -35,6 +37,7 @@ import mua_gym  # noqa: E402
 from integrations.readme import readme_block  # noqa: E402
 from mua_gym.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations import verl as mua_verl  # noqa: E402
+from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError  # noqa: E402
 
 END = "<|im_end|>"
 
@@ -248,12 +251,76 @@ def test_rows_without_a_task_are_refused_in_one_line(worker, readme_files):
         asyncio.run(loop.run({}, **{**row, "extra_info": {"index": 0}}))
 
 
-def test_a_prompt_over_the_prompt_length_is_refused_not_cut(worker, readme_files):
+class OpensNot(UserSimulator):
+    """The loop's user, except that on one task it fails to open (an LLM user whose server is down)."""
+
+    name = "opens-not"
+
+    def __init__(self, inner: UserSimulator, task_id: str) -> None:
+        self.inner, self.task_id = inner, task_id
+
+    async def start(self, task: Any, *, seed: int | None = None, tools: Any = None) -> UserReply:
+        if task.id == self.task_id:
+            raise UserSimulatorError("the user model is down")
+        return await self.inner.start(task, seed=seed, tools=tools)
+
+    async def respond(self, view: Any) -> UserReply:
+        return await self.inner.respond(view)
+
+
+def assert_void(ids: list[int], mask: list[int], scores: Any, extra: dict[str, Any]) -> None:
+    """A sample nothing can be learnt from: no token the model is trained on, reward 0, flagged ``mua_void``."""
+    assert len(ids) == 1 and mask == [0] and scores.sum().item() == 0.0
+    assert extra["mua_void"] == 1.0 and extra["mua_reward"] == 0.0
+
+
+@pytest.mark.parametrize("logprobs", [False, True])
+def test_a_user_who_never_opens_gives_a_void_sample_beside_a_trained_one(worker, readme_files, monkeypatch,
+                                                                         logprobs):
+    # verl's own worker on a batch of two rows: the first row's user fails to open, the second plays gold
+    dataset = RLHFDataset(str(next(readme_files.glob("*.parquet"))), worker.tokenizer, worker.config.data, None)
+    rows = [dataset[0], dataset[1]]
+    loop_file = next(readme_files.glob("*.yaml"))
+    failing = rows[0]["extra_info"]["task_id"]
+    real = mua_gym.make_async
+
+    def make_async(env_id: str, **kwargs: Any) -> mua_gym.AsyncMuaEnv:
+        env = real(env_id, **kwargs)
+        env.user = OpensNot(env.user, failing)
+        return env
+
+    monkeypatch.setattr(mua_verl.mua_gym, "make_async", make_async)
+    worker.llm_client = ScriptedServer(worker.tokenizer, gold_texts(task_of(rows[1], loop_file)), logprobs=logprobs)
+    batch = DataProto.from_single_dict(collate_fn(rows))
+    monkeypatch.setattr(worker, "rollout_config", dataclasses.replace(worker.rollout_config,
+                                                                     calculate_log_probs=logprobs))
+    output = asyncio.run(worker.generate_sequences(batch))
+    prompt_width = output.batch["prompts"].shape[1]
+    lengths = output.batch["attention_mask"][:, prompt_width:].sum(dim=1).tolist()
+    masks = output.batch["response_mask"]
+    extra = [{k: output.non_tensor_batch[k][i] for k in ("mua_void", "mua_reward")} for i in range(2)]
+    assert_void(output.batch["responses"][0, :lengths[0]].tolist(), masks[0, :lengths[0]].tolist(),
+                output.batch["rm_scores"][0], extra[0])
+    assert masks[0].sum().item() == 0  # nothing of the void row is trained on
+    assert output.batch["rm_scores"][1].sum().item() == 1.0 and extra[1]["mua_void"] == 0.0
+    assert len(worker.llm_client.calls) == len(runs_of_ones(*unpadded_row(output, 1)))  # only row 1 was generated
+    assert ("rollout_log_probs" in output.batch) is logprobs
+
+
+def unpadded_row(output: DataProto, i: int) -> tuple[list[int], list[int]]:
+    length = int(output.batch["attention_mask"][i, output.batch["prompts"].shape[1]:].sum())
+    return (output.batch["responses"][i, :length].tolist(), output.batch["response_mask"][i, :length].tolist())
+
+
+def test_a_prompt_over_the_prompt_length_gives_a_void_sample_not_a_cut_one(worker, readme_files):
     _, row = batch_of(worker, readme_files, 0)
     loop = loop_with_budget(worker, next(readme_files.glob("*.yaml")), [], 4096)
     loop.prompt_length = 1000
-    with pytest.raises(ValueError, match="max_prompt_length"):
-        asyncio.run(loop.run({}, **row))
+    output = asyncio.run(loop.run({"logprobs": True}, **row))
+    assert_void(output.response_ids, output.response_mask, torch.tensor([output.reward_score]),
+                output.extra_fields["reward_extra_info"])
+    assert len(output.prompt_ids) == 1000 and output.response_logprobs == [0.0]
+    assert loop.server_manager.calls == []  # no model turn was generated on a prompt the env never gave
 
 
 def test_the_agent_loop_file_carries_the_env_keywords(readme_files):
