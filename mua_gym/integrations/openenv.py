@@ -15,6 +15,8 @@ rule), so they cannot carry an episode.
   (``text``: Hermes ``<tool_call>`` blocks, a bare JSON call, or words to the user). The observation's
   ``messages`` are the new tool and user messages; ``reward`` is the task's reward on the terminal step, 0.0
   before (and 0.0 for a wrong play); ``done`` is terminated or truncated; ``metadata`` is the env's step info.
+  A step after ``done`` changes nothing: no messages, the episode's reward again, ``error`` says to reset, and
+  the state (``step_count``, ``reward``) stays as the episode left it.
   An action the env cannot read comes back in ``error`` (its fields take any JSON so that the env, not the
   server's validation, answers it); nothing a model writes raises.
 """
@@ -115,6 +117,10 @@ class MuaEnvironment(Environment):  # type: ignore[misc]
         """One agent turn; returns the new messages, the reward (0.0 until the end) and ``done``."""
         move = action.to_env_action() if isinstance(action, MuaAction) else action
         observation, reward, terminated, truncated, info = self.env.step(move)
+        if self._state.done:  # the episode is over: the env only says so, and what it scored stands
+            return MuaObservation(messages=[], task_id=self._state.task_id, done=True, reward=self._state.reward,
+                                  terminated=bool(terminated), truncated=bool(truncated), error=info.get("error"),
+                                  metadata=info)
         done = bool(terminated or truncated)
         self._state.step_count += 1
         self._state.done = done

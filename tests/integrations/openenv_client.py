@@ -6,7 +6,8 @@
 Run with the OpenEnv venv's python (OpenEnv cannot share the main test environment). For every task it plays,
 at once, over WebSocket: a gold play with :class:`MuaEnvClient` (OpenAI message dicts, should score 1.0) and a
 wrong play with OpenEnv's ``GenericEnvClient`` (raw Hermes text that skips the task's writes and sends two
-unreadable actions first: 0.0 on a task with writes; ``writes`` in the result counts them). The OracleAgent that
+unreadable actions first: 0.0 on a task with writes; ``writes`` in the result counts them). After each episode
+ends it steps once more (``late``: what that step returned and the state after it). The OracleAgent that
 writes the actions reads the task from a local env built with the same ``--env-arg`` keywords as the server.
 ``--run FILE`` then runs a Python file (the README's block) in this process, which has paid OpenEnv's slow import
 already, and puts what it printed under ``"run_stdout"``.
@@ -71,12 +72,18 @@ async def play(url: str, task: Any, wrong: bool) -> dict[str, Any]:
             await asyncio.sleep(0)  # let the other sessions interleave
         state = await client.state()
         state = state if isinstance(state, dict) else state.model_dump()
+        late = await client.step({"role": "assistant", "content": "One more thing?"})  # after done
+        late_obs = late.observation if isinstance(late.observation, dict) else late.observation.model_dump()
+        after = await client.state()
+        after = after if isinstance(after, dict) else after.model_dump()
     meta = result.metadata or (result.observation["metadata"] if wrong else result.observation.metadata)
     writes = sum(a.name in WRITES for a in task.gold_actions)
     return {"task_id": task.id, "wrong": wrong, "writes": writes, "reward": result.reward, "done": result.done,
             "steps": steps, "opening_roles": [m["role"] for m in opening["messages"]], "tools": len(opening["tools"]),
             "reset_task_id": opening["task_id"], "termination_reason": meta.get("termination_reason"),
-            "errors": errors, "state": state, "started": started, "ended": time.monotonic()}
+            "errors": errors, "state": state, "started": started, "ended": time.monotonic(),
+            "late": {"reward": late.reward, "done": late.done, "messages": late_obs["messages"],
+                     "error": late_obs["error"], "state": after}}
 
 
 async def main_async(url: str, task_ids: list[str], env_kwargs: dict[str, Any]) -> list[dict[str, Any]]:

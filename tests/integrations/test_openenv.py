@@ -126,6 +126,9 @@ def test_concurrent_websocket_episodes_score_honestly(client_run):
         assert ep["opening_roles"] == ["system", "user"] and ep["tools"] == 16
         assert ep["state"]["step_count"] == ep["steps"] and ep["state"]["reward"] == ep["reward"]
         assert ep["termination_reason"] == "user_stop"
+        late = ep["late"]  # a step after done: the env says so, and the episode's score and count stand
+        assert late["done"] and late["messages"] == [] and "reset" in late["error"]
+        assert late["reward"] == ep["reward"] and late["state"] == ep["state"]
     wrong = [ep for ep in episodes if ep["wrong"]]
     assert all(len(ep["errors"]) == 2 and all("unreadable action" in e for e in ep["errors"]) for ep in wrong)
     assert len({ep["state"]["episode_id"] for ep in episodes}) == len(episodes)  # one session each
