@@ -15,7 +15,11 @@ episode per rollout. verifiers imports a taskset id only as a top-level module (
   and ``tool_errors`` as metrics and the termination reason in ``trace.info``.
 - :class:`MuaHarness`, the taskset's default harness, is the agent's chat loop, run in-process: it sends the
   conversation and the env's OpenAI tool schemas to the model (through verifiers' interception, so every call is
-  on the trace) and plays each tool call in the episode's env, until the model answers in text.
+  on the trace) and plays each tool call in the episode's env, until the model answers in text. Where the env
+  renamed a call id (missing or repeated), the conversation carries the env's ids, so every tool message answers
+  a call; an action the env cannot read at all (e.g. over 256 calls) is answered with one ``Error: ...`` tool
+  message per call.
+- Envs are pooled across rollouts and closed by ``MuaEnv.stop()`` when verifiers' ``serving()`` ends.
 
 Config (``--env.taskset.*``): ``env_id`` (``mua/Retail-v0``), ``split`` (``test``), ``user`` (the domain's default
 rule-driven user when empty), ``max_turns`` (30), ``world`` and ``world_params``. Nothing a model sends raises
@@ -24,7 +28,9 @@ here: unreadable calls come back as the env's errors.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +45,7 @@ httpx = require("httpx", "verifiers")
 import mua_gym  # noqa: E402
 
 from mua_gym.env import AsyncMuaEnv  # noqa: E402
+from mua_gym.messages import AssistantMessage, refusal_messages  # noqa: E402
 from mua_gym.task import Task as MuaGymTask  # noqa: E402
 
 __all__ = ["MuaEnv", "MuaHarness", "MuaTaskset"]
@@ -66,8 +73,8 @@ class MuaTasksetConfig(vf.TasksetConfig):
     world_params: dict[str, Any] = Field(default_factory=dict)
 
 
-def open_env(config: MuaTasksetConfig) -> AsyncMuaEnv:
-    """A fresh :class:`AsyncMuaEnv` for ``config``; ValueError naming the valid ids for an unknown env id."""
+def _env_kwargs(config: MuaTasksetConfig) -> dict[str, Any]:
+    """The :func:`mua_gym.make_async` keywords of ``config``."""
     kwargs: dict[str, Any] = {"split": config.split, "max_turns": config.max_turns}
     if config.user:
         kwargs["user"] = config.user
@@ -75,7 +82,12 @@ def open_env(config: MuaTasksetConfig) -> AsyncMuaEnv:
         kwargs["world"] = config.world
     if config.world_params:
         kwargs["world_params"] = config.world_params
-    return mua_gym.make_async(config.env_id, **kwargs)
+    return kwargs
+
+
+def open_env(config: MuaTasksetConfig) -> AsyncMuaEnv:
+    """A fresh :class:`AsyncMuaEnv` for ``config``; ValueError naming the valid ids for an unknown env id."""
+    return mua_gym.make_async(config.env_id, **_env_kwargs(config))
 
 
 class MuaTask(vf.Task[vf.TaskData, vf.State, vf.TaskConfig]):
@@ -93,9 +105,34 @@ class MuaTaskset(vf.Taskset[MuaTask, MuaTasksetConfig]):
     def load(self) -> Iterator[MuaTask]:
         """Yields a prompt-less :class:`MuaTask` per task (the simulated user opens), the policy as system prompt."""
         env = open_env(self.config)
-        policy = env.policy
-        for task in env.tasks(self.config.split):
+        try:
+            policy, tasks = env.policy, env.tasks(self.config.split)
+        finally:
+            _close_now(env)
+        for task in tasks:
             yield MuaTask(vf.TaskData(id=task.id, name=task.id, system_prompt=policy), self.config.task)
+
+
+def _close_now(env: AsyncMuaEnv) -> None:
+    """Closes ``env`` from sync code, on a thread of its own where a loop already runs in this one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(env.aclose())
+        return
+    failed: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            asyncio.run(env.aclose())
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=close, name="mua-gym-close")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 class MuaHarnessConfig(vf.HarnessConfig):
@@ -133,13 +170,38 @@ class MuaHarness(vf.Harness[MuaHarnessConfig]):
                     messages.append(reply)
                     if not reply.get("tool_calls"):
                         break
-                    observation, *_ = await env.step(reply)
+                    before = len(env.messages())
+                    observation, _, _, _, info = await env.step(reply)
+                    recorded = env.messages()[before:before + 1]
+                    if recorded and isinstance(recorded[0], AssistantMessage):
+                        messages[-1] = _with_env_ids(reply, recorded[0])  # the ids its tool messages answer
+                    elif not observation and "error" in info and not env.done:  # unreadable: answer every call
+                        messages[-1], observation = _refused(reply, str(info["error"]))
                     messages.extend(observation)
         except httpx.TransportError as exc:
             return vf.ProgramResult(_TRANSPORT_EXIT, "", f"model connection failed: {exc!r}")
         except _ModelRefused as exc:  # a refused turn (a limit or @stop) or a model error: verifiers judges which
             return vf.ProgramResult(1, "", str(exc))
         return vf.ProgramResult(0, "", "")
+
+
+def _with_env_ids(reply: dict[str, Any], recorded: AssistantMessage) -> dict[str, Any]:
+    """The model's reply with the call ids the env gave (it renames missing and repeated ones), so each tool
+    message answers a call of the message before it."""
+    calls = reply.get("tool_calls") or []
+    ids = [c.id for c in recorded.tool_calls or []]
+    if len(ids) != len(calls) or all(c.get("id") == i for c, i in zip(calls, ids)):
+        return reply
+    return {**reply, "tool_calls": [{**c, "id": i} for c, i in zip(calls, ids)]}
+
+
+def _refused(reply: dict[str, Any], error: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the reply, what answers it) for an action the env could not read: an error tool message per call when
+    the calls have distinct ids, else the reply without its calls and the error as a user message."""
+    ids = [c.get("id") for c in reply.get("tool_calls") or []]
+    if all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids):
+        return reply, refusal_messages(error, ids)
+    return {k: v for k, v in reply.items() if k != "tool_calls"}, refusal_messages(error, role="user")
 
 
 class _ModelRefused(Exception):
@@ -204,15 +266,26 @@ class MuaEnv(vf.Env[MuaEnvConfig]):
     def __init__(self, config: MuaEnvConfig) -> None:
         super().__init__(config)
         self._free: list[AsyncMuaEnv] = []  # reset() clears an env wholly, so episodes reuse them
+        self._opened: list[AsyncMuaEnv] = []
         self._tasks: dict[str, MuaGymTask] = {}
 
     def _acquire(self) -> AsyncMuaEnv:
         if self._free:
             return self._free.pop()
         env = open_env(self.taskset.config)
+        self._opened.append(env)
         if not self._tasks:
             self._tasks = {t.id: t for t in env.tasks(self.taskset.config.split)}
         return env
+
+    async def stop(self) -> None:
+        """Closes every env this one opened (their worlds and users' connections); verifiers calls it as
+        ``serving()`` ends. Envs opened later (another ``serving()``) are new ones."""
+        opened, self._opened, self._free = self._opened, [], []
+        errors = [e for e in await asyncio.gather(*(env.aclose() for env in opened), return_exceptions=True)
+                  if isinstance(e, BaseException)]
+        if errors:
+            raise errors[0]
 
     async def run(self, task: Any, agents: Any) -> None:
         """One episode of ``task``: the user opens, agent and user alternate, the env's reward lands on the trace."""

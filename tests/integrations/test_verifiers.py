@@ -21,6 +21,7 @@ from mua_gym.integrations import MissingTrainerError
 from mua_gym.task import Task
 
 from integrations.openai_stub import Reply, ScriptedOpenAI, by_opening, gold_play, play, without_writes
+from mua_gym.parsing import MAX_TOOL_CALLS
 from integrations.readme import readme_block
 
 TASKSET_ID = "mua-gym-verifiers"
@@ -181,3 +182,84 @@ def test_gold_play_scores_1_on_a_terminal_tool_and_on_a_user_who_acts(
     with ScriptedOpenAI(gold_play(first)) as server:
         trace = asyncio.run(episode()).traces[0]
     assert (task.key, trace.rewards["reward"].score, trace.info["termination_reason"]) == (first.id, 1.0, reason)
+
+
+@pytest.mark.parametrize("in_a_loop", [False, True])
+def test_the_taskset_closes_the_env_it_reads_the_tasks_from(monkeypatch: pytest.MonkeyPatch, in_a_loop: bool) -> None:
+    closed: list[AsyncMuaEnv] = []
+    real = AsyncMuaEnv.aclose
+
+    async def aclose(self: AsyncMuaEnv) -> None:
+        closed.append(self)
+        await real(self)
+
+    monkeypatch.setattr(AsyncMuaEnv, "aclose", aclose)
+    config = adapter.MuaTasksetConfig(id=TASKSET_ID, env_id="mua/Mock-v0", split="test")
+
+    async def in_loop() -> list[Any]:  # verifiers may load a taskset with its loop running
+        return list(adapter.MuaTaskset(config))
+
+    tasks = asyncio.run(in_loop()) if in_a_loop else list(adapter.MuaTaskset(config))
+    assert len(tasks) == len(get_domain("mock").tasks("test")) and len(closed) == 1
+
+
+def messy_then_gold(task: Task) -> Reply:
+    """Two turns the env must mend, then the gold play: first more calls than the env reads (unique ids), then
+    two calls with one id between them and one without any, then the oracle's play."""
+    many = [{"id": f"many_{i}", "type": "function", "function": {"name": "list_all_product_types", "arguments": "{}"}}
+            for i in range(MAX_TOOL_CALLS + 1)]
+    look = {"type": "function", "function": {"name": "list_all_product_types", "arguments": "{}"}}
+    clashing = [{**look, "id": "same"}, {**look, "id": "same"}, {**look, "id": ""}]
+    gold = gold_play(task)
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(m.get("role") == "assistant" for m in body["messages"])
+        if turn < 2:
+            return {"tool_calls": many if turn == 0 else clashing}
+        skipped = [m for m in body["messages"] if m.get("role") == "assistant"][:2]
+        return gold({**body, "messages": [m for m in body["messages"] if not any(m is a for a in skipped)]})
+
+    return reply
+
+
+@pytest.mark.slow
+def test_every_call_is_answered_under_its_own_id_and_serving_closes_the_pooled_envs(
+        monkeypatch: pytest.MonkeyPatch, taskset_path: str) -> None:
+    closed: list[AsyncMuaEnv] = []
+    real = AsyncMuaEnv.aclose
+
+    async def aclose(self: AsyncMuaEnv) -> None:
+        closed.append(self)
+        await real(self)
+
+    monkeypatch.setattr(AsyncMuaEnv, "aclose", aclose)
+    monkeypatch.syspath_prepend(taskset_path)
+    first = AsyncMuaEnv("retail", split="test").tasks()[0]
+    env = vf.load_environment(vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "split": "test"}}))
+    task = next(iter(env.taskset))
+    closed.clear()  # the taskset's own env
+
+    async def episode() -> Any:
+        async with env.serving():
+            result = await env.run_episode(task, vf.ModelContext(model="scripted",
+                                                                 client=vf.EvalClientConfig(base_url=server.url)))
+            open_while_serving = list(closed)
+        return result, open_while_serving
+
+    with ScriptedOpenAI(messy_then_gold(first)) as server:
+        result, open_while_serving = asyncio.run(episode())
+    trace = result.traces[0]
+    assert trace.rewards["reward"].score == 1.0 and trace.info["termination_reason"] == "user_stop"
+    for body in server.requests:  # every call the model made is answered, under an id it carries, once
+        messages = body["messages"]
+        for i, message in enumerate(messages):
+            if message.get("role") != "assistant" or not message.get("tool_calls"):
+                continue
+            ids = [c["id"] for c in message["tool_calls"]]
+            answers = [m["tool_call_id"] for m in messages[i + 1:i + 1 + len(ids)] if m.get("role") == "tool"]
+            assert answers == ids and len(set(ids)) == len(ids) and all(ids), (i, ids, answers)
+    third = server.requests[2]["messages"]
+    refused = [m for m in third if m.get("role") == "tool" and m["tool_call_id"].startswith("many_")]
+    assert len(refused) == MAX_TOOL_CALLS + 1 and all(m["content"].startswith("Error:") for m in refused)
+    # the pooled env stays open while verifiers serves, and is closed when serving ends
+    assert open_while_serving == [] and len(closed) == 1 and closed[0].world is None
