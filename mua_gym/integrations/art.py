@@ -10,7 +10,13 @@
   HTTP too) runs inside ``art.no_capture()``, so an LLM user's or judge's calls are never trained on.
 - The reply goes to ``env.step``: its structured ``tool_calls`` when it has any, else its text (so Hermes
   ``<tool_call>`` blocks a server left unparsed still run). Nothing the model writes raises here: bad calls come
-  back as the env's ``Error: ...`` tool messages.
+  back as the env's ``Error: ...`` tool messages, one per call for an action the env cannot read at all. The
+  conversation keeps each call under the id the env answered it with (the env renames missing and repeated ids;
+  calls read from text are kept as the env read them), so strict servers accept the next request.
+- A void episode, where the simulated user never opened (a failing LLM user), raises :class:`VoidEpisode`
+  before any model call: ``await art.trajectory_group(rollouts, return_exceptions=True)`` keeps it in the
+  group's ``exceptions`` and trains on the rest; ``art.gather_trajectory_groups(..., max_exceptions=n)`` drops
+  the group it is in.
 - ``reward``: the env's reward, 0.0 unless the episode terminated (a truncated one scores 0.0). ``metrics``:
   ``turns``, ``tool_calls``, ``tool_errors``, ``terminated``, ``truncated``; ``metadata``: ``task_id``,
   ``domain``, ``termination_reason``.
@@ -26,9 +32,9 @@ from typing import Any
 import mua_gym
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.integrations import require
-from mua_gym.messages import refusal_messages
+from mua_gym.messages import AssistantMessage, refusal_messages, to_openai
 
-__all__ = ["agent_action", "rollout"]
+__all__ = ["VoidEpisode", "agent_action", "rollout"]
 
 art = require("art", "art")
 
@@ -43,6 +49,33 @@ def agent_action(message: Any) -> tuple[dict[str, Any], Any]:
         kept["tool_calls"] = calls
         return kept, kept
     return kept, data.get("content") or ""  # text: the env's parser runs any <tool_call> blocks in it
+
+
+class VoidEpisode(RuntimeError):
+    """Raised by :func:`rollout` for an episode with nothing to learn from: the simulated user never opened
+    (``reset`` reported ``info["user_error"]``). No model call was made."""
+
+
+def _as_recorded(kept: dict[str, Any], recorded: AssistantMessage) -> dict[str, Any]:
+    """The kept reply with the calls as the env recorded them: the env's ids (it renames missing and repeated
+    ones), or, for calls it read from the text, the env's message, so each tool message answers a call."""
+    calls = kept.get("tool_calls") or []
+    ids = [c.id for c in recorded.tool_calls or []]
+    if not calls:
+        return to_openai(recorded) if ids else kept
+    if len(ids) != len(calls) or all(isinstance(c, dict) and c.get("id") == i for c, i in zip(calls, ids)):
+        return kept
+    return {**kept, "tool_calls": [{**c, "id": i} for c, i in zip(calls, ids)]}
+
+
+def _refused(kept: dict[str, Any], error: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the reply, what answers it) for an action the env could not read: an error tool message per call when
+    the calls have distinct ids, else the reply without its calls and the error as a user message."""
+    calls = kept.get("tool_calls") or []
+    ids = [c.get("id") if isinstance(c, dict) else None for c in calls]
+    if calls and all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids):
+        return kept, refusal_messages(error, ids)
+    return {k: v for k, v in kept.items() if k != "tool_calls"}, refusal_messages(error, role="user")
 
 
 async def rollout(
@@ -69,6 +102,8 @@ async def rollout(
     try:
         with art.no_capture():  # the user's opening line may be an LLM call: not the agent's
             messages, info = await core.reset(seed=seed, options={"task_id": task_id})
+        if "user_error" in info:  # nothing to learn from: ART drops a rollout that raises (see the docstring)
+            raise VoidEpisode(f"task {info['task_id']}: the simulated user never opened ({info['user_error']})")
         trajectory = art.Trajectory(reward=0.0, metadata={"task_id": info["task_id"], "domain": info["domain"]})
         reward, terminated, truncated, step_info = 0.0, False, False, {}
         with trajectory:
@@ -77,11 +112,14 @@ async def rollout(
                     model=name, messages=messages, tools=info["tools"], **(completion_kwargs or {}))
                 kept, action = agent_action(completion.choices[0].message)
                 messages.append(kept)
+                before = len(core.messages())
                 with art.no_capture():  # tools, the simulated user and any judge
                     observation, reward, terminated, truncated, step_info = await core.step(action)
-                if not observation and "error" in step_info and not core.done:
-                    ids = [c.get("id") or "" for c in kept.get("tool_calls") or [] if isinstance(c, dict)]
-                    observation = refusal_messages(step_info["error"], ids, role="user")
+                recorded = core.messages()[before:before + 1]
+                if recorded and isinstance(recorded[0], AssistantMessage):
+                    messages[-1] = _as_recorded(kept, recorded[0])  # the call ids its tool messages answer
+                elif not observation and "error" in step_info and not core.done:
+                    messages[-1], observation = _refused(kept, str(step_info["error"]))
                 messages.extend(observation)
         trajectory.reward = float(reward) if terminated else 0.0
         trajectory.metrics.update({

@@ -9,8 +9,10 @@ served by one scripted OpenAI-compatible server on 127.0.0.1, routed by the requ
   start, yes to a plan, ``###STOP###`` once the agent says it is done.
 
 The JSON holds, per play, the trajectory's reward, metrics and metadata, what ART captured (the models and the
-tools of each captured request) and what the server saw; plus a control: a user-model call made inside a
-trajectory without ``no_capture`` IS captured, so "only the agent's calls" means something.
+tools of each captured request) and what the server saw; a rollout whose user never opens (``void``: alone, and
+in ``art.trajectory_group`` beside a gold play); a play whose calls the adapter must mend (``mending``: clashing
+and missing ids, a call in text, too many calls); plus a control: a user-model call made inside a trajectory
+without ``no_capture`` IS captured, so "only the agent's calls" means something.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ import art  # noqa: E402
 
 import mua_gym  # noqa: E402
 from mua_gym.agents import OracleAgent  # noqa: E402
-from mua_gym.integrations.art import rollout  # noqa: E402
+from mua_gym.integrations.art import VoidEpisode, rollout  # noqa: E402
+from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402
+from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError  # noqa: E402
 
 AGENT, USER = "agent-policy", "user-sim"
 WORLD = {"count": 3}
@@ -159,13 +163,89 @@ def readme(stub: Stub, base_url: str, path: str) -> dict[str, Any]:
             "server_seen": dict(stub.seen)}
 
 
+class NeverOpens(UserSimulator):
+    """A user whose model is down: it cannot open the conversation."""
+
+    name = "never-opens"
+
+    async def start(self, task: Any, *, seed: int | None = None, tools: Any = None) -> UserReply:
+        raise UserSimulatorError("the user model is down")
+
+    async def respond(self, view: Any) -> UserReply:
+        raise UserSimulatorError("the user model is down")
+
+
+async def void(stub: Stub, model: Any, base_url: str) -> dict[str, Any]:
+    """A rollout whose user never opens, alone and in an ART group beside a gold play."""
+    task = next(t for t in mua_gym.get_domain("retail").tasks("train", "generated", **WORLD) if t.id == TASK_ID)
+    stub.agent_replies, stub.seen = oracle_replies(task), {}
+    never = mua_gym.AsyncMuaEnv("retail", user=NeverOpens(), world_params=WORLD)
+    try:
+        await rollout(model, never, TASK_ID)
+        alone = "no error"
+    except VoidEpisode as exc:
+        alone = str(exc)
+    agent_calls_alone = stub.seen.get(AGENT, 0)
+    group = await art.trajectory_group(
+        [rollout(model, never, TASK_ID),
+         rollout(model, "mua/Retail-v0", TASK_ID, world_params=WORLD, user=f"litellm:openai/{USER}",
+                 user_kwargs={"api_base": base_url, "api_key": "x"})],
+        return_exceptions=True)
+    await never.aclose()
+    return {"alone": alone, "agent_calls_alone": agent_calls_alone,
+            "group_rewards": [t.reward for t in group.trajectories],
+            "group_exceptions": [e.type for e in group.exceptions]}
+
+
+def mending_replies(task: mua_gym.Task) -> list[dict[str, Any]]:
+    """Three turns the adapter must mend, then the gold play: calls with one id between two of them and none
+    on a third, a Hermes call in plain text (the server did not parse it), and more calls than the env reads."""
+    look = {"type": "function", "function": {"name": "list_all_product_types", "arguments": "{}"}}
+    many = [{**look, "id": f"many_{i}"} for i in range(MAX_TOOL_CALLS + 1)]
+    text = '<tool_call>{"name": "list_all_product_types", "arguments": {}}</tool_call>'
+    return [{"role": "assistant", "content": None, "tool_calls": [{**look, "id": "same"}, {**look, "id": "same"},
+                                                                   {**look, "id": ""}]},
+            {"role": "assistant", "content": text},
+            {"role": "assistant", "content": None, "tool_calls": many}] + oracle_replies(task)
+
+
+async def mending(stub: Stub, model: Any, base_url: str) -> dict[str, Any]:
+    """A play through the turns of :func:`mending_replies`: what each captured request said about its calls."""
+    task = next(t for t in mua_gym.get_domain("retail").tasks("train", "generated", **WORLD) if t.id == TASK_ID)
+    stub.agent_replies, stub.seen = mending_replies(task), {}
+    trajectory = await rollout(model, "mua/Retail-v0", TASK_ID, world_params=WORLD,
+                               user=f"litellm:openai/{USER}", user_kwargs={"api_base": base_url, "api_key": "x"})
+    unanswered, refused = [], 0
+    for exchange in trajectory.exchanges.chat_completions:
+        messages = list(exchange.request.get("messages") or [])
+        for i, message in enumerate(messages):
+            if message.get("role") != "assistant":
+                continue
+            ids = [c["id"] for c in message.get("tool_calls") or []]
+            answers = []
+            for later in messages[i + 1:]:
+                if later.get("role") != "tool":
+                    break
+                answers.append(later.get("tool_call_id"))
+            if answers != ids or len(set(ids)) != len(ids) or not all(ids):
+                unanswered.append({"ids": ids[:4], "answers": answers[:4]})
+        refused = max(refused, sum(1 for m in messages if m.get("role") == "tool"
+                                   and str(m.get("tool_call_id", "")).startswith("many_")
+                                   and str(m.get("content", "")).startswith("Error:")))
+    return {"reward": trajectory.reward, "unanswered": unanswered, "refused": refused,
+            "requests": len(trajectory.exchanges.chat_completions)}
+
+
 async def plays(stub: Stub, base_url: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
         model = art.Model(name=AGENT, project="mua-gym-test", inference_api_key="x",
                           inference_base_url=base_url, base_path=home)
         right = await play(stub, model, base_url, drop_last_write=False)
         wrong = await play(stub, model, base_url, drop_last_write=True)
-    return {"right": right, "wrong": wrong, "control_captured": await control(base_url)}
+        voided = await void(stub, model, base_url)
+        mended = await mending(stub, model, base_url)
+    return {"right": right, "wrong": wrong, "void": voided, "mending": mended,
+            "control_captured": await control(base_url)}
 
 
 def main() -> None:

@@ -54,6 +54,23 @@ def test_only_the_agents_calls_are_captured_with_the_envs_tools(plays):
 
 
 @pytest.mark.slow
+def test_a_user_who_never_opens_raises_before_any_model_call_and_art_drops_the_rollout(plays):
+    void = plays["void"]
+    assert "never opened" in void["alone"] and "the user model is down" in void["alone"]
+    assert void["agent_calls_alone"] == 0  # nothing was generated for it
+    assert void["group_rewards"] == [1.0]  # ART kept the gold play and set the void one aside
+    assert void["group_exceptions"] == ["<class 'mua_gym.integrations.art.VoidEpisode'>"]
+
+
+@pytest.mark.slow
+def test_every_call_is_answered_under_its_own_id(plays):
+    mending = plays["mending"]
+    assert mending["unanswered"] == []  # clashing, missing and text-read ids: each tool message answers a call
+    assert mending["refused"] == 257  # an action over the env's call limit: one error per call
+    assert mending["reward"] == 1.0 and mending["requests"] > 3
+
+
+@pytest.mark.slow
 def test_the_readme_block_runs_as_written(plays):
     readme = plays["readme"]
     assert readme["reward"] == 1.0  # the oracle's play of the mock task, served as "my-agent"
