@@ -14,9 +14,9 @@
   conversation keeps each call under the id the env answered it with (the env renames missing and repeated ids;
   calls read from text are kept as the env read them), so strict servers accept the next request.
 - A void episode, where the simulated user never opened (a failing LLM user), raises :class:`VoidEpisode`
-  before any model call: ``await art.trajectory_group(rollouts, return_exceptions=True)`` keeps it in the
-  group's ``exceptions`` and trains on the rest; ``art.gather_trajectory_groups(..., max_exceptions=n)`` drops
-  the group it is in.
+  before any model call: ``await art.trajectory_group(rollouts, return_exceptions=True)`` sets it aside in the
+  group's ``exceptions`` and keeps the other trajectories; without ``return_exceptions`` the group raises, and
+  ``art.gather_trajectory_groups(..., max_exceptions=n)`` drops that group (ART's default, 0, fails the gather).
 - ``reward``: the env's reward, 0.0 unless the episode terminated (a truncated one scores 0.0). ``metrics``:
   ``turns``, ``tool_calls``, ``tool_errors``, ``terminated``, ``truncated``; ``metadata``: ``task_id``,
   ``domain``, ``termination_reason``.
