@@ -30,7 +30,9 @@ import numpy as np
 from pydantic import ValidationError
 
 from mua_gym.domain import Domain
-from mua_gym.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage, to_openai
+from mua_gym.messages import (
+    AssistantMessage, SystemMessage, ToolMessage, UserMessage, as_recorded, refused_reply, to_openai,
+)
 from mua_gym.jsonsafe import clean_text
 from mua_gym.parsing import (
     MALFORMED, ActionError, Parser, clean_call, get_parser, malformed_reason, to_assistant_message,
@@ -257,6 +259,27 @@ class AsyncMuaEnv:
         if isinstance(started, PendingStep):
             return await self.complete_step(started)
         return started
+
+    async def chat_step(self, reply: dict[str, Any], action: Any = None) -> "tuple[dict[str, Any], StepResult]":
+        """:meth:`step` for loops that keep their own history for an OpenAI-compatible API (verifiers, ART).
+
+        Steps ``action`` (by default ``reply``, the model's assistant message; pass its raw text to have
+        ``<tool_call>`` blocks in it read).
+
+        Returns ``(reply, (observation, reward, terminated, truncated, info))``: the model's reply as the env
+        recorded it (the call ids the env gave, calls it read out of the text made structured), so that every
+        tool message of the observation answers a call of it; for a reply the env could not read at all, the
+        observation answers each call with the error (or, where the calls' ids cannot be answered, the reply
+        comes back without its calls and the error as a user message).
+        """
+        before = len(self._entries)
+        observation, reward, terminated, truncated, info = await self.step(reply if action is None else action)
+        recorded = self._entries[before][0] if len(self._entries) > before else None
+        if isinstance(recorded, AssistantMessage):
+            reply = as_recorded(reply, recorded)
+        elif not observation and "error" in info and not self._done:
+            reply, observation = refused_reply(reply, str(info["error"]))
+        return reply, (observation, reward, terminated, truncated, info)
 
     async def finish(self, reason: str = "stopped_by_trainer") -> float:
         """Ends a running episode where it stands; returns its reward, scored as a terminal step scores it.

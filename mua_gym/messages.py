@@ -121,3 +121,25 @@ def refusal_messages(error: str, tool_call_ids: "list[str] | tuple[str, ...]" = 
     if tool_call_ids:
         return [{"role": "tool", "tool_call_id": i, "content": text} for i in tool_call_ids]
     return [{"role": role, "content": text}]
+
+
+def as_recorded(reply: dict[str, Any], recorded: AssistantMessage) -> dict[str, Any]:
+    """A model's reply with its calls as the env recorded them: the env's ids (it renames missing and repeated
+    ones), or, for calls the env read out of the text, the env's message, so each tool message answers a call."""
+    calls = reply.get("tool_calls") or []
+    ids = [c.id for c in recorded.tool_calls or []]
+    if not calls:
+        return to_openai(recorded) if ids else reply
+    if len(ids) != len(calls) or all(isinstance(c, dict) and c.get("id") == i for c, i in zip(calls, ids)):
+        return reply
+    return {**reply, "tool_calls": [{**c, "id": i} for c, i in zip(calls, ids)]}
+
+
+def refused_reply(reply: dict[str, Any], error: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the reply, what answers it) for a reply the env could not read at all: an error tool message per call
+    where the calls have distinct ids, else the reply without its calls and the error as a user message."""
+    calls = reply.get("tool_calls") or []
+    ids = [c.get("id") if isinstance(c, dict) else None for c in calls]
+    if calls and all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids):
+        return reply, refusal_messages(error, ids)
+    return {k: v for k, v in reply.items() if k != "tool_calls"}, refusal_messages(error, role="user")

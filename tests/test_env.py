@@ -466,3 +466,33 @@ def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
     assert env.finish() == 0.0 and env.trajectory().terminated  # scored, and nothing done earns nothing
     generated = mua_gym.make("mua/Airline-v0", split="test").unwrapped
     assert not any(prepare_task(generated.domain, t).blind_paid for t in generated.core.tasks("test"))
+
+
+def test_chat_step_answers_every_call_of_the_reply_it_returns():
+    import asyncio
+
+    from mua_gym.parsing import MAX_TOOL_CALLS
+
+    env = mua_gym.make_async("mua/Mock-v0")
+
+    async def play():
+        await env.reset(options={"task_id": "mock-cancel-card"})
+        call = {"type": "function", "function": {"name": "find_customer_by_email",
+                                                 "arguments": '{"email": "ana@example.com"}'}}
+        twice = {"role": "assistant", "content": None, "tool_calls": [dict(call, id="same"), dict(call, id="same")]}
+        reply, (observation, *_) = await env.chat_step(twice)  # repeated ids: the env's own ids come back
+        ids = [c["id"] for c in reply["tool_calls"]]
+        assert len(set(ids)) == 2 and [m["tool_call_id"] for m in observation] == ids
+        text = '<tool_call>{"name": "find_customer_by_email", "arguments": {"email": "ana@example.com"}}</tool_call>'
+        reply, (observation, *_) = await env.chat_step({"role": "assistant", "content": text}, text)
+        assert reply["tool_calls"][0]["id"] == observation[0]["tool_call_id"]  # read from the text, made structured
+        flood = {"role": "assistant", "content": None,
+                 "tool_calls": [dict(call, id=f"c{i}") for i in range(MAX_TOOL_CALLS + 1)]}
+        reply, (observation, _, _, _, info) = await env.chat_step(flood)
+        assert "error" in info and [m["tool_call_id"] for m in observation] == [f"c{i}" for i in range(257)]
+        assert all(m["content"].startswith("Error: ") for m in observation)
+        nameless = {"role": "assistant", "content": "x", "tool_calls": [dict(call)] * (MAX_TOOL_CALLS + 1)}
+        reply, (observation, *_) = await env.chat_step(nameless)  # no ids to answer: the error goes to the user
+        assert "tool_calls" not in reply and observation[0]["role"] == "user"
+
+    asyncio.run(play())

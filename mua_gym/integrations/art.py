@@ -32,7 +32,6 @@ from typing import Any
 import mua_gym
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.integrations import require
-from mua_gym.messages import AssistantMessage, refusal_messages, to_openai
 
 __all__ = ["VoidEpisode", "agent_action", "rollout"]
 
@@ -54,28 +53,6 @@ def agent_action(message: Any) -> tuple[dict[str, Any], Any]:
 class VoidEpisode(RuntimeError):
     """Raised by :func:`rollout` for an episode with nothing to learn from: the simulated user never opened
     (``reset`` reported ``info["user_error"]``). No model call was made."""
-
-
-def _as_recorded(kept: dict[str, Any], recorded: AssistantMessage) -> dict[str, Any]:
-    """The kept reply with the calls as the env recorded them: the env's ids (it renames missing and repeated
-    ones), or, for calls it read from the text, the env's message, so each tool message answers a call."""
-    calls = kept.get("tool_calls") or []
-    ids = [c.id for c in recorded.tool_calls or []]
-    if not calls:
-        return to_openai(recorded) if ids else kept
-    if len(ids) != len(calls) or all(isinstance(c, dict) and c.get("id") == i for c, i in zip(calls, ids)):
-        return kept
-    return {**kept, "tool_calls": [{**c, "id": i} for c, i in zip(calls, ids)]}
-
-
-def _refused(kept: dict[str, Any], error: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the reply, what answers it) for an action the env could not read: an error tool message per call when
-    the calls have distinct ids, else the reply without its calls and the error as a user message."""
-    calls = kept.get("tool_calls") or []
-    ids = [c.get("id") if isinstance(c, dict) else None for c in calls]
-    if calls and all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids):
-        return kept, refusal_messages(error, ids)
-    return {k: v for k, v in kept.items() if k != "tool_calls"}, refusal_messages(error, role="user")
 
 
 async def rollout(
@@ -112,14 +89,9 @@ async def rollout(
                     model=name, messages=messages, tools=info["tools"], **(completion_kwargs or {}))
                 kept, action = agent_action(completion.choices[0].message)
                 messages.append(kept)
-                before = len(core.messages())
                 with art.no_capture():  # tools, the simulated user and any judge
-                    observation, reward, terminated, truncated, step_info = await core.step(action)
-                recorded = core.messages()[before:before + 1]
-                if recorded and isinstance(recorded[0], AssistantMessage):
-                    messages[-1] = _as_recorded(kept, recorded[0])  # the call ids its tool messages answer
-                elif not observation and "error" in step_info and not core.done:
-                    messages[-1], observation = _refused(kept, str(step_info["error"]))
+                    messages[-1], result = await core.chat_step(kept, action)  # every call answered
+                observation, reward, terminated, truncated, step_info = result
                 messages.extend(observation)
         trajectory.reward = float(reward) if terminated else 0.0
         trajectory.metrics.update({

@@ -45,7 +45,6 @@ httpx = require("httpx", "verifiers")
 import mua_gym  # noqa: E402
 
 from mua_gym.env import AsyncMuaEnv  # noqa: E402
-from mua_gym.messages import AssistantMessage, refusal_messages  # noqa: E402
 from mua_gym.task import Task as MuaGymTask  # noqa: E402
 
 __all__ = ["MuaEnv", "MuaHarness", "MuaTaskset"]
@@ -170,38 +169,13 @@ class MuaHarness(vf.Harness[MuaHarnessConfig]):
                     messages.append(reply)
                     if not reply.get("tool_calls"):
                         break
-                    before = len(env.messages())
-                    observation, _, _, _, info = await env.step(reply)
-                    recorded = env.messages()[before:before + 1]
-                    if recorded and isinstance(recorded[0], AssistantMessage):
-                        messages[-1] = _with_env_ids(reply, recorded[0])  # the ids its tool messages answer
-                    elif not observation and "error" in info and not env.done:  # unreadable: answer every call
-                        messages[-1], observation = _refused(reply, str(info["error"]))
+                    messages[-1], (observation, *_) = await env.chat_step(reply)  # every call answered
                     messages.extend(observation)
         except httpx.TransportError as exc:
             return vf.ProgramResult(_TRANSPORT_EXIT, "", f"model connection failed: {exc!r}")
         except _ModelRefused as exc:  # a refused turn (a limit or @stop) or a model error: verifiers judges which
             return vf.ProgramResult(1, "", str(exc))
         return vf.ProgramResult(0, "", "")
-
-
-def _with_env_ids(reply: dict[str, Any], recorded: AssistantMessage) -> dict[str, Any]:
-    """The model's reply with the call ids the env gave (it renames missing and repeated ones), so each tool
-    message answers a call of the message before it."""
-    calls = reply.get("tool_calls") or []
-    ids = [c.id for c in recorded.tool_calls or []]
-    if len(ids) != len(calls) or all(c.get("id") == i for c, i in zip(calls, ids)):
-        return reply
-    return {**reply, "tool_calls": [{**c, "id": i} for c, i in zip(calls, ids)]}
-
-
-def _refused(reply: dict[str, Any], error: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the reply, what answers it) for an action the env could not read: an error tool message per call when
-    the calls have distinct ids, else the reply without its calls and the error as a user message."""
-    ids = [c.get("id") for c in reply.get("tool_calls") or []]
-    if all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids):
-        return reply, refusal_messages(error, ids)
-    return {k: v for k, v in reply.items() if k != "tool_calls"}, refusal_messages(error, role="user")
 
 
 class _ModelRefused(Exception):
