@@ -23,6 +23,7 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
+from urllib.parse import urlsplit
 
 from mua_gym.redact import Redactor
 
@@ -75,7 +76,7 @@ def failure_kind(exc: BaseException) -> FailureKind:
     """Whether the failed call that raised ``exc`` is worth retrying (see the module docstring)."""
     if isinstance(exc, TypeError) and not _is_openai_error(exc):
         return "permanent"  # bad keywords, raised before any request: the same call fails the same way
-    if _CONFLICTING_AUTH.search(str(exc)):
+    if any(_CONFLICTING_AUTH.search(str(e)) for e in _chain(exc)):  # newer SDKs wrap it as a connection error
         return "permanent"
     if _is_connection_failure(exc):
         return "unreachable"
@@ -83,6 +84,26 @@ def failure_kind(exc: BaseException) -> FailureKind:
     if status in _PERMANENT_STATUS:
         return "permanent"
     return "transient"
+
+
+def _chain(exc: BaseException, limit: int = 8) -> list[BaseException]:
+    """``exc`` and what it was raised from (its causes and contexts), nearest first, at most ``limit`` deep."""
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(out) < limit and current not in out:
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
+def _has_user_info(api_base: object) -> bool:
+    if not isinstance(api_base, str):
+        return False
+    try:
+        parts = urlsplit(api_base)
+    except ValueError:
+        return False
+    return parts.username is not None or parts.password is not None
 
 
 @dataclass(frozen=True)
@@ -146,6 +167,10 @@ async def acall(request: Mapping[str, Any], limits: CallLimits, *, role: str, er
     ``limits.timeout``; raises ``error("<role> model call failed ...")``, redacted, once retrying cannot help."""
     litellm = import_litellm()
     request = _bounded(request, limits)
+    if request.get("api_key") and _has_user_info(request.get("api_base")):
+        # aiohttp refuses this pair before any request; some SDK versions then report only "Connection error"
+        raise error(f"{role} model call failed (not retried: it cannot heal): the api_base carries credentials "
+                    "(user info) and an api_key is set too, which the async HTTP client refuses: pass one of them")
     attempt = 0
     while True:
         try:

@@ -13,7 +13,7 @@ def test_telecom_defaults_to_a_user_that_acts_and_the_oracle_scores():
     env = mua_gym.make("mua/Telecom-v0", split="test")
     core = env.unwrapped.core
     assert isinstance(core.user, ScenarioUser) and core.user.acts
-    from tests.episodes import run_oracle
+    from episodes import run_oracle
 
     rewards = [run_oracle(env, task)[0] for task in core.tasks("test")[:5]]
     assert rewards == [1.0] * 5
