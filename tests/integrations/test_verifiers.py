@@ -184,8 +184,8 @@ def test_gold_play_scores_1_on_a_terminal_tool_and_on_a_user_who_acts(
     assert (task.key, trace.rewards["reward"].score, trace.info["termination_reason"]) == (first.id, 1.0, reason)
 
 
-@pytest.mark.parametrize("in_a_loop", [False, True])
-def test_the_taskset_closes_the_env_it_reads_the_tasks_from(monkeypatch: pytest.MonkeyPatch, in_a_loop: bool) -> None:
+def closed_envs(monkeypatch: pytest.MonkeyPatch) -> list[AsyncMuaEnv]:
+    """The AsyncMuaEnvs closed from now on (aclose still runs)."""
     closed: list[AsyncMuaEnv] = []
     real = AsyncMuaEnv.aclose
 
@@ -194,6 +194,12 @@ def test_the_taskset_closes_the_env_it_reads_the_tasks_from(monkeypatch: pytest.
         await real(self)
 
     monkeypatch.setattr(AsyncMuaEnv, "aclose", aclose)
+    return closed
+
+
+@pytest.mark.parametrize("in_a_loop", [False, True])
+def test_the_taskset_closes_the_env_it_reads_the_tasks_from(monkeypatch: pytest.MonkeyPatch, in_a_loop: bool) -> None:
+    closed = closed_envs(monkeypatch)
     config = adapter.MuaTasksetConfig(id=TASKSET_ID, env_id="mua/Mock-v0", split="test")
 
     async def in_loop() -> list[Any]:  # verifiers may load a taskset with its loop running
@@ -225,14 +231,7 @@ def messy_then_gold(task: Task) -> Reply:
 @pytest.mark.slow
 def test_every_call_is_answered_under_its_own_id_and_serving_closes_the_pooled_envs(
         monkeypatch: pytest.MonkeyPatch, taskset_path: str) -> None:
-    closed: list[AsyncMuaEnv] = []
-    real = AsyncMuaEnv.aclose
-
-    async def aclose(self: AsyncMuaEnv) -> None:
-        closed.append(self)
-        await real(self)
-
-    monkeypatch.setattr(AsyncMuaEnv, "aclose", aclose)
+    closed = closed_envs(monkeypatch)
     monkeypatch.syspath_prepend(taskset_path)
     first = AsyncMuaEnv("retail", split="test").tasks()[0]
     env = vf.load_environment(vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "split": "test"}}))
