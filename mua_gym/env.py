@@ -281,7 +281,7 @@ class AsyncMuaEnv:
             reply, observation = refused_reply(reply, str(info["error"]))
         return reply, (observation, reward, terminated, truncated, info)
 
-    async def finish(self, reason: str = "stopped_by_trainer") -> float:
+    async def finish(self, reason: str = "stopped_by_trainer", score: bool = True) -> float:
         """Ends a running episode where it stands; returns its reward, scored as a terminal step scores it.
 
         For trainers that stop a rollout on their own (a reply without a tool call, a turn or token budget):
@@ -290,7 +290,8 @@ class AsyncMuaEnv:
         tell a done task from an untouched one (a task no agent needs to change anything for, scored on the
         world only: some of TAU2's; never a generated task), a blind agent would be paid, so the episode
         ends truncated instead, at 0.0. On an episode already over it changes nothing and returns that
-        episode's reward (0.0 for a truncated one). Before any ``reset``: 0.0.
+        episode's reward (0.0 for a truncated one). Before any ``reset``: 0.0. ``score=False`` ends a running
+        episode truncated at 0.0 whatever the world (an agent that failed earns nothing).
         """
         if self.world is None or self.task is None:
             return 0.0
@@ -299,7 +300,7 @@ class AsyncMuaEnv:
         if self._pending_error is not None:  # the user never opened: nothing the agent did can be scored
             self._finish_truncated("user_error")
             return 0.0
-        if prepare_task(self.domain, self.task).blind_paid:
+        if not score or prepare_task(self.domain, self.task).blind_paid:
             self._finish_truncated(reason)
             return 0.0
         self._terminated, self._done, self._reason = True, True, reason
