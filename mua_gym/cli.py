@@ -1,6 +1,7 @@
 """``mua-gym``: play episodes from the command line.
 
     mua-gym run --env mua/Mock-v0 --agent oracle --user scripted --episodes 3
+    mua-gym eval --env mua/Retail-v0 --agent oracle --trials 4 --concurrency 16 --out runs/oracle
     mua-gym list
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
 
@@ -176,6 +177,64 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    """Runs (or resumes) a benchmark evaluation into ``--out``; prints the summary; returns the exit status."""
+    from pydantic import ValidationError
+
+    from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
+    from mua_gym.evaluation import EvalConfig, aevaluate
+    from mua_gym.redact import Redactor
+
+    user_kwargs = _key_values(args.user_arg, "--user-arg")
+    agent_kwargs = _key_values(args.agent_arg, "--agent-arg")
+    redact = Redactor.of(user_kwargs, agent_kwargs)
+    say = _printer(redact)
+    try:
+        config = EvalConfig(env_ids=args.env, agent=args.agent, agent_kwargs=agent_kwargs, user=args.user,
+                            user_kwargs=user_kwargs, split=args.split, world=args.world, trials=args.trials,
+                            concurrency=args.concurrency, task_ids=args.task_ids, num_tasks=args.num_tasks,
+                            seed=args.seed, max_turns=args.max_turns)
+        check_agent_spec(args.agent, **agent_kwargs)
+        probe = make_agent(args.agent, **agent_kwargs) if args.agent.startswith("litellm:") else None
+        if isinstance(probe, LiteLLMAgent) and args.check:
+            probe.check()
+    except (ValidationError, ValueError) as exc:
+        raise UsageError(redact(one_line(exc))) from None
+
+    import asyncio
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, unit="episode", desc="eval", dynamic_ncols=True, disable=args.quiet)
+    played = passed = errors = 0
+
+    def on_episode(result: Any, done: int, total: int) -> None:  # done and total count a resumed run's too
+        nonlocal played, passed, errors
+        played, passed, errors = played + 1, passed + result.success, errors + (result.error is not None)
+        bar.total, bar.n = total, done
+        bar.set_postfix_str(f"pass {passed / played:.2f}, errors {errors}", refresh=False)
+        bar.refresh()
+
+    try:
+        summary = asyncio.run(aevaluate(config, args.out, on_episode))
+    except (KeyError, ValueError) as exc:  # an unknown task id, an empty split, a folder of another run
+        raise UsageError(redact(one_line(exc))) from None
+    finally:
+        bar.close()
+    ks = ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k.items())
+    say(f"{summary.episodes} episodes over {summary.tasks} tasks x {summary.trials} trials: {ks}; "
+        f"mean reward {summary.mean_reward:.3f}, {summary.mean_turns:.1f} turns, "
+        f"{summary.agent_errors} agent and {summary.user_errors} user errors, {summary.wall_s:.1f} s")
+    for env_id, table in summary.by_env.items():
+        if len(summary.by_env) > 1:
+            say(f"  {env_id}: " + ", ".join(f"pass^{k} {v:.3f}" for k, v in table.items()))
+    for line in summary.errors:
+        say(f"  {line}", sys.stderr)
+    if args.out:
+        say(f"results in {args.out}")
+    return 1 if summary.agent_errors or summary.user_errors else 0
+
+
 def _list(args: argparse.Namespace) -> int:
     import mua_gym
 
@@ -212,6 +271,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--no-check", dest="check", action="store_false",
                      help="skip the probe call that checks each LLM user, judge and agent before the run")
     run.set_defaults(handler=_run)
+    ev = sub.add_parser("eval", help="every task x K trials, N at once: pass^k, resumable results in --out")
+    ev.add_argument("--env", action="append", required=True, help="an env id; repeat for several")
+    ev.add_argument("--agent", default="oracle", help="oracle, fair, random, or litellm:<model>")
+    ev.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
+    ev.add_argument("--user", default=None, help="scripted, scenario, or litellm:<model> (default: the domain's)")
+    ev.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE")
+    ev.add_argument("--split", default="test")
+    ev.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
+    ev.add_argument("--trials", type=int, default=1)
+    ev.add_argument("--concurrency", type=int, default=8)
+    ev.add_argument("--task-ids", nargs="+", default=None)
+    ev.add_argument("--num-tasks", type=int, default=None, help="the split's first M tasks (default: all)")
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--max-turns", type=int, default=30)
+    ev.add_argument("--out", default=None, help="results folder; rerun with the same folder to resume")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.add_argument("--no-check", dest="check", action="store_false", help="skip the agent model's probe call")
+    ev.set_defaults(handler=_eval)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
     serve = sub.add_parser("serve", help="serve an env as an OpenEnv environment (needs mua_gym[openenv])")

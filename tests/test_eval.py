@@ -1,0 +1,117 @@
+"""mua-gym eval: tasks x trials, pass^k as tau2 computes it, results written as episodes end, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from mua_gym.evaluation import EpisodeResult, EvalConfig, evaluate, pass_hat_k, read_results, summarise
+
+MOCK = "mua/Mock-v0"
+
+
+def test_every_task_times_every_trial_and_the_policy_written_once(tmp_path):
+    summary = evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", trials=3, concurrency=4), out=tmp_path)
+    results = read_results(tmp_path)
+    tasks = {r.task_id for r in results}
+    assert summary.episodes == len(results) == 3 * len(tasks) and summary.tasks == len(tasks) >= 4
+    assert Counter(r.task_id for r in results) == {t: 3 for t in tasks}  # trials, not seed draws
+    assert summary.pass_hat_k == {1: 1.0, 2: 1.0, 3: 1.0} and summary.mean_reward == 1.0
+    run = json.loads((tmp_path / "run.json").read_text())
+    policy = run["envs"][MOCK]["policy"]
+    assert len(policy) > 200 and run["envs"][MOCK]["tools"] and run["config"]["trials"] == 3
+    lines = (tmp_path / "episodes.jsonl").read_text()
+    assert policy[:200] not in lines and '"parameters"' not in lines  # neither the policy nor the schemas repeat
+    played = []
+    again = evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", trials=3, concurrency=1, seed=0),
+                     on_episode=lambda result, done, total: played.append(result))
+    assert sorted((r.task_id, r.trial, r.seed) for r in results) == sorted(
+        (r.task_id, r.trial, r.seed) for r in played)  # seeds depend on the episode's place in the run only
+    assert again.pass_hat_k == summary.pass_hat_k and len({r.seed for r in played}) == len(played)
+
+
+def test_pass_hat_k_is_tau2s_estimator():
+    agent_metrics = pytest.importorskip("tau2.metrics.agent_metrics")
+    rng = random.Random(0)
+    for trials in (1, 2, 4, 5):
+        results = []
+        for task in range(12):
+            p = rng.random()
+            for trial in range(trials):
+                reward = 1.0 if rng.random() < p else rng.choice([0.0, 0.5, 1.0 - 1e-3])
+                results.append(EpisodeResult(env_id=MOCK, task_id=f"t{task}", trial=trial, seed=0, reward=reward,
+                                             success=agent_metrics.is_successful(reward), terminated=True,
+                                             truncated=False, termination_reason="user_stop", turns=1,
+                                             tool_calls=0, tool_errors=0))
+        ours = summarise(results).pass_hat_k
+        for k in range(1, trials + 1):
+            per_task = Counter()
+            for r in results:
+                per_task[r.task_id] += agent_metrics.is_successful(r.reward)
+            theirs = sum(agent_metrics.pass_hat_k(trials, c, k) for c in per_task.values()) / len(per_task)
+            assert ours[k] == pytest.approx(theirs, abs=1e-12)
+            assert pass_hat_k(trials, per_task["t0"], k) == agent_metrics.pass_hat_k(trials, per_task["t0"], k)
+
+
+def test_a_failing_user_is_counted_listed_and_fails_the_command(tmp_path):
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "mua_gym.cli", "eval", "--env", MOCK, "--agent", "oracle", "--quiet",
+         "--user", "litellm:openai/none", "--user-arg", "api_base=http://127.0.0.1:9/v1", "--user-arg", "api_key=x",
+         "--user-arg", "max_retries=0", "--num-tasks", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "2 user errors" in result.stdout and result.stderr.count("user error") == 2
+    assert all(r.error_kind == "user" and r.reward == 0.0 for r in read_results(out))
+
+
+def test_a_folder_of_another_run_is_refused(tmp_path):
+    evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
+    result = subprocess.run([sys.executable, "-m", "mua_gym.cli", "eval", "--env", MOCK, "--trials", "2", "--quiet",
+                             "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "different run" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_without_losing_or_repeating_an_episode(tmp_path):
+    """kill -9 mid-run, a half-written last line, then the same command again: every episode exactly once."""
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "mua_gym.cli", "eval", "--env", "mua/Retail-v0", "--agent", "oracle",
+               "--num-tasks", "60", "--trials", "2", "--concurrency", "1", "--quiet", "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = out / "episodes.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 10):
+        time.sleep(0.01)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    before = results.read_text().count("\n")
+    assert 10 <= before < 120, "the run must be killed mid-way"
+    with open(results, "a") as f:
+        f.write('{"env_id": "mua/Retail-v0", "task_id": "half')  # the line a killed writer left
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    keys = [(r.task_id, r.trial) for r in read_results(out)]
+    assert len(keys) == 120 and len(set(keys)) == 120
+    assert "120 episodes over 60 tasks x 2 trials: pass^1 1.000, pass^2 1.000" in finished.stdout
+
+
+def test_a_failing_agent_ends_its_episodes_unpaid_and_fails_the_command(tmp_path):
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "mua_gym.cli", "eval", "--env", MOCK, "--agent", "litellm:openai/none", "--quiet",
+         "--agent-arg", "api_base=http://127.0.0.1:9/v1", "--agent-arg", "api_key=x", "--agent-arg", "max_retries=0",
+         "--no-check", "--num-tasks", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "2 agent and 0 user errors" in result.stdout
+    for r in read_results(out):
+        assert r.error_kind == "agent" and r.reward == 0.0 and r.termination_reason == "agent_error" and r.truncated
