@@ -228,6 +228,8 @@ def _eval(args: argparse.Namespace) -> int:
     for env_id, table in summary.by_env.items():
         if len(summary.by_env) > 1:
             say(f"  {env_id}: " + ", ".join(f"pass^{k} {v:.3f}" for k, v in table.items()))
+    if len(summary.by_category) > 1:
+        say("  pass^1 by category: " + ", ".join(f"{c} {t[1]:.2f}" for c, t in summary.by_category.items()))
     for line in summary.errors:
         say(f"  {line}", sys.stderr)
     if args.out:

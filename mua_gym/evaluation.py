@@ -74,6 +74,8 @@ class EpisodeResult(BaseModel):
 
     env_id: str
     task_id: str
+    #: The task's category (``cancel``, ``refusal``, ``multi``, ...); None where the task has none.
+    category: str | None = None
     trial: int
     seed: int
     reward: float
@@ -98,13 +100,15 @@ class EpisodeResult(BaseModel):
 
 
 class EvalSummary(BaseModel):
-    """The run's figures. ``pass_hat_k[k]`` for k = 1..trials, over all tasks; ``by_env`` the same per env."""
+    """The run's figures. ``pass_hat_k[k]`` for k = 1..trials, over all tasks; ``by_env`` the same per env and
+    ``by_category`` per ``"<env id> <category>"``."""
 
     episodes: int
     tasks: int
     trials: int
     pass_hat_k: dict[int, float]
     by_env: dict[str, dict[int, float]]
+    by_category: dict[str, dict[int, float]]
     mean_reward: float
     components: dict[str, float]
     mean_turns: float
@@ -137,8 +141,10 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
     """The figures of a set of episodes (a finished run, or what a folder holds so far)."""
     results = list(results)
     by_task: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    category: dict[tuple[str, str], str] = {}
     for r in results:
         by_task[(r.env_id, r.task_id)].append(r.success)
+        category[(r.env_id, r.task_id)] = f"{r.env_id} {r.category or 'uncategorised'}"
     trials = min((len(v) for v in by_task.values()), default=0)
 
     def table(groups: dict[tuple[str, str], list[bool]]) -> dict[int, float]:
@@ -159,6 +165,8 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
     return EvalSummary(
         episodes=len(results), tasks=len(by_task), trials=trials, pass_hat_k=table(by_task),
         by_env={e: table({k: v for k, v in by_task.items() if k[0] == e}) for e in envs},
+        by_category={c: table({k: v for k, v in by_task.items() if category[k] == c})
+                     for c in sorted(set(category.values()))},
         mean_reward=sum(r.reward for r in results) / n,
         components={k: sum(v) / len(v) for k, v in sorted(components.items())},
         mean_turns=sum(r.turns for r in results) / n, mean_tool_calls=sum(r.tool_calls for r in results) / n,
@@ -230,7 +238,8 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
     record = trajectory.model_dump(mode="json", exclude={"tools"})
     record["entries"] = record["entries"][1:]  # the system policy: in run.json, once
     return EpisodeResult(
-        env_id=env_id, task_id=task.id, trial=trial, seed=seed, reward=reward, success=is_success(reward),
+        env_id=env_id, task_id=task.id, category=task.category, trial=trial, seed=seed, reward=reward,
+        success=is_success(reward),
         terminated=trajectory.terminated, truncated=trajectory.truncated,
         termination_reason=trajectory.termination_reason, turns=trajectory.turns, tool_calls=trajectory.tool_calls,
         tool_errors=trajectory.tool_errors, components=dict((trajectory.reward_info or {}).get("components") or {}),

@@ -25,6 +25,8 @@ def test_every_task_times_every_trial_and_the_policy_written_once(tmp_path):
     assert summary.episodes == len(results) == 3 * len(tasks) and summary.tasks == len(tasks) >= 4
     assert Counter(r.task_id for r in results) == {t: 3 for t in tasks}  # trials, not seed draws
     assert summary.pass_hat_k == {1: 1.0, 2: 1.0, 3: 1.0} and summary.mean_reward == 1.0
+    categories = {f"{MOCK} {r.category}" for r in results}
+    assert len(categories) >= 3 and summary.by_category == {c: {1: 1.0, 2: 1.0, 3: 1.0} for c in categories}
     run = json.loads((tmp_path / "run.json").read_text())
     policy = run["envs"][MOCK]["policy"]
     assert len(policy) > 200 and run["envs"][MOCK]["tools"] and run["config"]["trials"] == 3
