@@ -151,13 +151,7 @@ def test_a_run_cut_by_verifiers_turn_limit_scores_the_world_as_it_stands(
     task = next(iter(env.taskset))
     assert task.key == first.id
 
-    async def episode() -> Any:
-        async with env.serving():
-            return await env.run_episode(task, vf.ModelContext(model="scripted",
-                                                               client=vf.EvalClientConfig(base_url=server.url)))
-
-    with ScriptedOpenAI(gold_play(first)) as server:
-        trace = asyncio.run(episode()).traces[0]
+    trace, server = gold_trace(env, task, first)
     assert trace.stop_condition == "max_turns" and trace.num_turns == max_turns
     assert trace.rewards["reward"].score == reward and trace.info["termination_reason"] == "stopped_by_trainer"
     assert len(server.requests) == max_turns  # the next call was refused by the interception: it never reached us
@@ -174,14 +168,20 @@ def test_gold_play_scores_1_on_a_terminal_tool_and_on_a_user_who_acts(
     env = vf.load_environment(vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "env_id": env_id}}))
     task = next(iter(env.taskset))
 
-    async def episode() -> Any:
+    trace, server = gold_trace(env, task, first)
+    assert (task.key, trace.rewards["reward"].score, trace.info["termination_reason"]) == (first.id, 1.0, reason)
+
+
+def gold_trace(env: Any, task: Any, first: Task) -> tuple[Any, ScriptedOpenAI]:
+    """One episode of ``task`` in the verifiers env, the model playing ``first``'s gold actions: (its trace,
+    the stub that served the model)."""
+    async def episode(server: ScriptedOpenAI) -> Any:
         async with env.serving():
             return await env.run_episode(task, vf.ModelContext(model="scripted",
                                                                client=vf.EvalClientConfig(base_url=server.url)))
 
     with ScriptedOpenAI(gold_play(first)) as server:
-        trace = asyncio.run(episode()).traces[0]
-    assert (task.key, trace.rewards["reward"].score, trace.info["termination_reason"]) == (first.id, 1.0, reason)
+        return asyncio.run(episode(server)).traces[0], server
 
 
 def closed_envs(monkeypatch: pytest.MonkeyPatch) -> list[AsyncMuaEnv]:
