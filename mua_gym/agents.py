@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mua_gym.fairness import ARGUMENT_QUESTIONS
-from mua_gym.llm_client import AgentModelError, acall, call, probe, split_call_limits
+from mua_gym.llm_client import AgentModelError, acall, add_usage, call, probe, split_call_limits
 from mua_gym.redact import Redactor
 from mua_gym.task import Task
 
@@ -252,7 +252,7 @@ class LiteLLMAgent(Agent):
         self._redact = Redactor.of(litellm_kwargs)
         self.tools: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
-        self.usage: dict[str, int] = {}
+        self.usage: dict[str, float] = {}
 
     def reset(self, info: dict[str, Any]) -> None:
         self.tools = list(info.get("tools", []))
@@ -274,9 +274,7 @@ class LiteLLMAgent(Agent):
             action["tool_calls"] = [{"id": c.id, "type": "function",
                                      "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}}
                                     for c in calls]
-        usage = getattr(response, "usage", None)
-        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-            self.usage[key] = self.usage.get(key, 0) + int(getattr(usage, key, 0) or 0)
+        add_usage(self.usage, response)
         self.messages.append(action)
         return action
 

@@ -182,7 +182,7 @@ def _eval(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
-    from mua_gym.evaluation import EvalConfig, aevaluate
+    from mua_gym.evaluation import EvalConfig, aevaluate, tokens_and_cost
     from mua_gym.redact import Redactor
 
     user_kwargs = _key_values(args.user_arg, "--user-arg")
@@ -207,12 +207,16 @@ def _eval(args: argparse.Namespace) -> int:
 
     bar = tqdm(total=None, unit="episode", desc="eval", dynamic_ncols=True, disable=args.quiet)
     played = passed = errors = 0
+    tokens = cost = 0.0
 
     def on_episode(result: Any, done: int, total: int) -> None:  # done and total count a resumed run's too
-        nonlocal played, passed, errors
+        nonlocal played, passed, errors, tokens, cost
         played, passed, errors = played + 1, passed + result.success, errors + (result.error is not None)
+        episode_tokens, episode_cost = tokens_and_cost(result.usage)
+        tokens, cost = tokens + episode_tokens, cost + episode_cost
         bar.total, bar.n = total, done
-        bar.set_postfix_str(f"pass {passed / played:.2f}, errors {errors}", refresh=False)
+        bar.set_postfix_str(f"pass {passed / played:.2f}, errors {errors}, tokens {_count(tokens)}, "
+                            f"${cost:.4f}", refresh=False)
         bar.refresh()
 
     try:
@@ -224,7 +228,9 @@ def _eval(args: argparse.Namespace) -> int:
     ks = ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k.items())
     say(f"{summary.episodes} episodes over {summary.tasks} tasks x {summary.trials} trials: {ks}; "
         f"mean reward {summary.mean_reward:.3f}, {summary.mean_turns:.1f} turns, "
-        f"{summary.agent_errors} agent and {summary.user_errors} user errors, {summary.wall_s:.1f} s")
+        f"{summary.agent_errors} agent and {summary.user_errors} user errors, "
+        f"{_count(tokens_and_cost(summary.usage)[0])} tokens, ${tokens_and_cost(summary.usage)[1]:.4f}, "
+        f"{summary.wall_s:.1f} s")
     for env_id, table in summary.by_env.items():
         if len(summary.by_env) > 1:
             say(f"  {env_id}: " + ", ".join(f"pass^{k} {v:.3f}" for k, v in table.items()))
@@ -235,6 +241,14 @@ def _eval(args: argparse.Namespace) -> int:
     if args.out:
         say(f"results in {args.out}")
     return 1 if summary.agent_errors or summary.user_errors else 0
+
+
+def _count(n: float) -> str:
+    """A token count in three characters or so: 950, 12.3k, 4.1M."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if n >= size:
+            return f"{n / size:.1f}{suffix}"
+    return f"{n:.0f}"
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -25,11 +25,15 @@ import os
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import BaseModel, Field
 
-__all__ = ["EpisodeResult", "EvalConfig", "EvalSummary", "aevaluate", "evaluate", "pass_hat_k", "summarise"]
+if TYPE_CHECKING:
+    from mua_gym.trajectory import Trajectory
+
+__all__ = ["EpisodeResult", "EvalConfig", "EvalRun", "EvalSummary", "aevaluate", "evaluate", "pass_hat_k", "read_run",
+           "summarise", "tokens_and_cost"]
 
 RESULTS = "episodes.jsonl"
 RUN = "run.json"
@@ -89,6 +93,7 @@ class EpisodeResult(BaseModel):
     components: dict[str, float | None] = Field(default_factory=dict)
     error_kind: str | None = None
     error: str | None = None
+    #: Tokens and cost, the agent's and the user's apart: ``agent_total_tokens``, ``user_cost``, ...
     usage: dict[str, float] = Field(default_factory=dict)
     wall_s: float = 0.0
     #: The trajectory without the system message and tool schemas (``run.json`` has them once per env).
@@ -175,14 +180,61 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
     )
 
 
-def read_results(folder: Path) -> list[EpisodeResult]:
-    """The folder's complete episode lines; a half-written last line (a killed run) is cut from the file."""
+class EnvRecord(BaseModel):
+    """What every episode of one env in a run shares: written once in ``run.json``."""
+
+    domain: str
+    policy: str
+    tools: list[dict[str, Any]]
+
+
+class EvalRun(BaseModel):
+    """A run folder read back: its configuration, versions, per-env records and the episodes so far."""
+
+    folder: str
+    config: EvalConfig
+    versions: dict[str, str] = Field(default_factory=dict)
+    envs: dict[str, EnvRecord]
+    results: list[EpisodeResult]
+
+    def trajectory(self, result: EpisodeResult) -> "Trajectory":
+        """The episode's full :class:`~mua_gym.trajectory.Trajectory`: the line's record with the system
+        policy and tool schemas that ``run.json`` holds once put back."""
+        from mua_gym.messages import SystemMessage
+        from mua_gym.trajectory import Trajectory, TrajectoryEntry
+
+        env = self.envs[result.env_id]
+        trajectory = Trajectory.model_validate({**result.trajectory, "tools": env.tools})
+        system = TrajectoryEntry(message=SystemMessage(content=env.policy), trainable=False)
+        return trajectory.model_copy(update={"entries": [system, *trajectory.entries]})
+
+    def summary(self) -> "EvalSummary":
+        """The figures of the episodes the folder holds (its wall time: the sum of the episodes' own)."""
+        return summarise(self.results, sum(r.wall_s for r in self.results))
+
+
+def read_run(folder: str | os.PathLike[str]) -> EvalRun:
+    """Reads a run folder (finished or not); raises FileNotFoundError where it holds no run.
+
+    Nothing is written: a half-written last line (a run killed, or still running) is skipped, not cut."""
+    path = Path(folder)
+    run_file = path / RUN
+    if not run_file.exists():
+        raise FileNotFoundError(f"{path} holds no evaluation run (no {RUN}): give the --out folder of mua-gym eval")
+    run = json.loads(run_file.read_text())
+    return EvalRun(folder=str(path), config=EvalConfig.model_validate(run["config"]),
+                   versions=run.get("versions", {}), envs=run["envs"], results=read_results(path, repair=False))
+
+
+def read_results(folder: Path, repair: bool = True) -> list[EpisodeResult]:
+    """The folder's complete episode lines; with ``repair``, a half-written last line (a killed run) is cut
+    from the file."""
     path = folder / RESULTS
     if not path.exists():
         return []
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
-    if end < len(data):  # the last line never got its newline: the run died writing it
+    if repair and end < len(data):  # the last line never got its newline: the run died writing it
         with open(path, "r+b") as f:
             f.truncate(end)
     out = []
@@ -243,9 +295,21 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
         terminated=trajectory.terminated, truncated=trajectory.truncated,
         termination_reason=trajectory.termination_reason, turns=trajectory.turns, tool_calls=trajectory.tool_calls,
         tool_errors=trajectory.tool_errors, components=dict((trajectory.reward_info or {}).get("components") or {}),
-        error_kind=error_kind, error=error, usage={k: float(v) for k, v in trajectory.usage.items()},
+        error_kind=error_kind, error=error, usage=_usage(agent, trajectory),
         wall_s=time.perf_counter() - started, trajectory=record,
     )
+
+
+def _usage(agent: Any, trajectory: Any) -> dict[str, float]:
+    usage = {f"agent_{k}": float(v) for k, v in (getattr(agent, "usage", None) or {}).items()}
+    usage.update({f"user_{k}": float(v) for k, v in trajectory.usage.items() if isinstance(v, (int, float))})
+    return usage
+
+
+def tokens_and_cost(usage: dict[str, float]) -> tuple[float, float]:
+    """(total tokens, total cost in USD) of a result's or a summary's ``usage``, agent and user together."""
+    return (sum(v for k, v in usage.items() if k.endswith("total_tokens")),
+            sum(v for k, v in usage.items() if k.endswith("cost")))
 
 
 async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = None,

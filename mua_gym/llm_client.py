@@ -29,7 +29,7 @@ from mua_gym.redact import Redactor
 
 __all__ = [
     "LIMIT_KEYWORDS", "AgentModelError", "CallLimits", "FailureKind", "JudgeModelError", "ModelConfigError",
-    "UserModelError", "acall", "call", "check_models", "describe_failure", "failure_kind", "import_litellm",
+    "UserModelError", "acall", "add_usage", "call", "check_models", "describe_failure", "failure_kind", "import_litellm",
     "one_line", "probe", "retries_allowed", "split_call_limits",
 ]
 
@@ -266,6 +266,17 @@ def _key_variables(litellm: Any, model: str) -> str:
         missing = []
     names = [n for n in missing if n.endswith(("_KEY", "_TOKEN"))] or [f"{_provider(model).upper()}_API_KEY"]
     return " or ".join(names)
+
+
+def add_usage(usage: dict[str, float], response: Any) -> None:
+    """Adds a chat response's token counts (and its price, where litellm knows the model's) to ``usage``."""
+    u = getattr(response, "usage", None)
+    for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        usage[k] = usage.get(k, 0) + int(getattr(u, k, 0) or 0)
+    # litellm has already priced the call while logging it; pricing it again costs milliseconds of CPU.
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    if isinstance(cost, (int, float)):
+        usage["cost"] = usage.get("cost", 0.0) + float(cost)
 
 
 def one_line(error: str | BaseException, limit: int | None = None) -> str:

@@ -117,3 +117,25 @@ def test_a_failing_agent_ends_its_episodes_unpaid_and_fails_the_command(tmp_path
     assert "2 agent and 0 user errors" in result.stdout
     for r in read_results(out):
         assert r.error_kind == "agent" and r.reward == 0.0 and r.termination_reason == "agent_error" and r.truncated
+
+
+def test_tokens_and_cost_are_counted_per_side_and_the_run_reads_back_whole(tmp_path):
+    from mua_gym.evaluation import read_run, tokens_and_cost
+
+    config = EvalConfig(env_ids=[MOCK], agent="litellm:gpt-4o-mini", num_tasks=2, trials=2,
+                        agent_kwargs={"mock_response": "Goodbye, have a nice day."},
+                        user="litellm:gpt-4o-mini", user_kwargs={"mock_response": "###STOP###"})
+    summary = evaluate(config, out=tmp_path)
+    assert summary.episodes == 4
+    for side in ("agent", "user"):  # litellm's offline double reports tokens; its price map prices them
+        assert summary.usage[f"{side}_total_tokens"] > 0 and summary.usage[f"{side}_cost"] > 0
+    tokens, cost = tokens_and_cost(summary.usage)
+    assert tokens == summary.usage["agent_total_tokens"] + summary.usage["user_total_tokens"]
+    assert cost == pytest.approx(summary.usage["agent_cost"] + summary.usage["user_cost"])
+    run = read_run(tmp_path)
+    assert run.config == config and run.summary().usage == summary.usage
+    trajectory = run.trajectory(run.results[0])
+    assert trajectory.entries[0].message.role == "system" and trajectory.entries[0].message.content == run.envs[MOCK].policy
+    assert trajectory.tools == run.envs[MOCK].tools and trajectory.to_chat().messages[0]["role"] == "system"
+    with pytest.raises(FileNotFoundError, match="no evaluation run"):
+        read_run(tmp_path / "nothing")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mua_gym.llm_client import CallLimits, UserModelError, acall, probe
+from mua_gym.llm_client import CallLimits, UserModelError, acall, add_usage, probe
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.parsing import split_reasoning
 from mua_gym.redact import Redactor, is_secret_name
@@ -165,17 +165,7 @@ class LLMUser(UserSimulator):
                    "tool_calls": [{"id": c.id, "type": "function",
                                    "function": {"name": c.function.name, "arguments": c.function.arguments}}
                                   for c in (getattr(choice, "tool_calls", None) or [])]}
-        _add_usage(usage, response)
+        add_usage(usage, response)
         if self.memo is not None and key is not None:
             self.memo.put(key, message)
         return message
-
-
-def _add_usage(usage: dict[str, float], response: Any) -> None:
-    u = getattr(response, "usage", None)
-    for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        usage[k] = usage.get(k, 0) + int(getattr(u, k, 0) or 0)
-    # litellm has already priced the call while logging it; pricing it again costs milliseconds of CPU.
-    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-    if isinstance(cost, (int, float)):
-        usage["cost"] = usage.get("cost", 0.0) + float(cost)
