@@ -111,6 +111,8 @@ class MuaEnv(gymnasium.Env):
         return run_immediate(reset) if self.core.user.immediate else self._runner.run(reset)
 
     def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        if self.core.task is None:  # the env enforces the order itself: a wrapper would hide _repr_html_
+            raise gymnasium.error.ResetNeeded("Cannot call env.step() before calling env.reset()")
         started = self.core.begin_step(action)
         if isinstance(started, PendingStep):
             rest = self.core.complete_step(started)
@@ -153,6 +155,8 @@ class MuaEnv(gymnasium.Env):
         return self.core.agent_messages()
 
     def _repr_html_(self) -> str:
+        """What a notebook shows for the env: its domain and user, then the episode so far (see
+        :func:`mua_gym.html_view.trajectory_html`)."""
         head = html.escape(f"MuaEnv({self.core.domain.name}, user={self.core.user.name})")
         if self.core.task is None:
             return f"<b>{head}</b>: no episode yet"

@@ -128,7 +128,7 @@ def _register_env(name: str) -> None:
         kwargs={"domain": name},
         nondeterministic=True,
         disable_env_checker=True,
-        order_enforce=True,
+        order_enforce=False,  # MuaEnv enforces reset-before-step itself; OrderEnforcing would hide _repr_html_
     )
 
 
