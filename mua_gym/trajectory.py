@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -92,15 +91,10 @@ class Trajectory(BaseModel):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for e in self.entries:
-            m = e.message
-            text = html.escape(_line(m, e.visible_to_agent))
-            colour = {"system": "#eee", "user": "#e8f0fe", "assistant": "#e6f4ea", "tool": "#fef7e0"}[m.role]
-            rows.append(f'<div style="background:{colour};padding:4px;margin:2px;white-space:pre-wrap;'
-                        f'font-family:monospace">{text}</div>')
-        head = html.escape(f"{self.domain} / {self.task_id}: reward {self.reward} ({self.termination_reason})")
-        return f"<div><b>{head}</b>{''.join(rows)}</div>"
+        """The episode as HTML (what Jupyter shows): see :func:`mua_gym.html_view.trajectory_html`."""
+        from mua_gym.html_view import trajectory_html
+
+        return trajectory_html(self)
 
 
 def _line(m: Any, visible: bool) -> str:
