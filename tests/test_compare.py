@@ -1,0 +1,161 @@
+"""mua-gym compare: pass^1 of two runs on their common tasks, B - A, and a paired bootstrap interval on it."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from mua_gym.compare import RunComparison, bootstrap_means, compare_results, compare_runs, format_comparison
+from mua_gym.evaluation import EpisodeResult, EvalConfig, evaluate
+
+RETAIL, MOCK = "mua/Retail-v0", "mua/Mock-v0"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Oracle, random and fair runs of the same tasks (the fair agent fails some retail tasks)."""
+    folders = {}
+    for agent in ("oracle", "random", "fair"):
+        folders[agent] = tmp_path_factory.mktemp(agent)
+        evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent=agent, trials=2, num_tasks=10), out=folders[agent])
+    return folders
+
+
+def result(task: str, trial: int, success: bool, env: str = RETAIL, **fields) -> EpisodeResult:
+    return EpisodeResult(env_id=env, task_id=task, trial=trial, seed=0, reward=float(success), success=success,
+                         terminated=True, truncated=False, termination_reason="user_stop", turns=fields.pop("turns", 2),
+                         tool_calls=1, tool_errors=0, **fields)
+
+
+def test_a_run_against_itself_differs_by_exactly_zero(runs):
+    c = compare_runs(runs["fair"], runs["fair"])
+    assert c.overall.tasks == 14 and set(c.by_env) == {RETAIL, MOCK}  # the mock domain has 4 test tasks
+    assert 0 < c.overall.a.pass_1 < 1  # the fair agent fails some: the rates are not all equal
+    for g in (c.overall, *c.by_env.values()):
+        assert g.diff == 0 and (g.low, g.high) == (0.0, 0.0) and not g.significant
+        assert g.a == g.b
+    assert c.only_a == c.only_b == [] and all(t.diff == 0 for t in c.tasks)
+    assert c.a_agent == c.b_agent == "fair"
+
+
+def test_oracle_against_random_is_clearly_worse_and_the_other_way_round_better(runs):
+    worse = compare_runs(runs["oracle"], runs["random"])
+    assert worse.overall.a.pass_1 == 1.0 and worse.overall.b.pass_1 == 0.0
+    assert worse.overall.diff == -1.0 and worse.overall.high < 0 and worse.overall.significant
+    better = compare_runs(runs["random"], runs["oracle"])
+    assert better.overall.diff == 1.0 and better.overall.low > 0 and better.by_env[MOCK].low > 0
+    assert better.overall.a.mean_reward == 0.0 and better.overall.b.mean_reward == 1.0
+    assert better.overall.a.tool_errors > 0 == better.overall.b.tool_errors  # random calls go wrong
+    assert [t.diff for t in better.tasks] == [1.0] * 14
+    # fair against oracle: better on a few retail tasks only; the interval is wide but its figures are right
+    fair = compare_runs(runs["fair"], runs["oracle"])
+    rates = {(t.env_id, t.task_id): t.a_rate for t in fair.tasks}
+    assert fair.overall.diff == pytest.approx(1 - sum(rates.values()) / 14)
+    assert fair.overall.low <= fair.overall.diff <= fair.overall.high
+    assert [abs(t.diff) for t in fair.tasks] == sorted((abs(t.diff) for t in fair.tasks), reverse=True)
+    assert fair.tasks[0].diff > 0 and fair.tasks[-1].diff == 0
+
+
+def test_the_interval_matches_a_plain_loop_over_the_same_draws_and_scipys_bootstrap():
+    rng = random.Random(1)
+    results_a, results_b = [], []
+    for task in range(40):
+        p = rng.random()
+        for trial in range(3):
+            results_a.append(result(f"t{task}", trial, rng.random() < p))
+            results_b.append(result(f"t{task}", trial, rng.random() < min(1.0, p + 0.15)))
+    c = compare_results(results_a, results_b, resamples=4000, seed=7, confidence=0.9)
+
+    rate = {}
+    for side, results in (("a", results_a), ("b", results_b)):
+        for r in results:
+            rate.setdefault((side, r.task_id), []).append(r.success)
+    tasks = sorted({r.task_id for r in results_a})  # the order compare sorts common tasks in
+    diffs = [sum(rate["b", t]) / 3 - sum(rate["a", t]) / 3 for t in tasks]
+    picks = np.random.default_rng(7).integers(0, 40, size=(4000, 40))
+    means = sorted(sum(diffs[i] for i in row) / 40 for row in picks.tolist())
+
+    def quantile(q: float) -> float:  # linear interpolation between the order statistics
+        position = q * (len(means) - 1)
+        below = int(position)
+        return means[below] + (position - below) * (means[min(below + 1, len(means) - 1)] - means[below])
+
+    assert c.overall.low == pytest.approx(quantile(0.05), abs=1e-12)
+    assert c.overall.high == pytest.approx(quantile(0.95), abs=1e-12)
+    assert c.overall.diff == pytest.approx(sum(diffs) / 40, abs=1e-12)
+
+    stats = pytest.importorskip("scipy.stats")
+    a_rates = np.array([sum(rate["a", t]) / 3 for t in tasks])
+    b_rates = np.array([sum(rate["b", t]) / 3 for t in tasks])
+    theirs = stats.bootstrap((a_rates, b_rates), lambda a, b, axis=-1: np.mean(b - a, axis=axis), paired=True,
+                             n_resamples=20_000, confidence_level=0.9, method="percentile", rng=0)
+    # two Monte Carlo estimates of the same interval: the standard error of each end is ~0.005 here
+    assert c.overall.low == pytest.approx(theirs.confidence_interval.low, abs=0.02)
+    assert c.overall.high == pytest.approx(theirs.confidence_interval.high, abs=0.02)
+    assert c.overall.low > 0  # B's edge of 0.15 a task shows at 40 tasks
+
+
+def test_the_same_seed_gives_the_same_interval():
+    rng = random.Random(3)
+    results_a = [result(f"t{t}", 0, rng.random() < 0.5) for t in range(30)]
+    results_b = [result(f"t{t}", 0, rng.random() < 0.6) for t in range(30)]
+    first = compare_results(results_a, results_b, seed=5)
+    again = compare_results(results_a, results_b, seed=5)
+    assert (first.overall.low, first.overall.high) == (again.overall.low, again.overall.high)
+    assert first == again and RunComparison.model_validate_json(first.model_dump_json()) == first
+    assert first.overall.low < first.overall.diff < first.overall.high
+
+
+def test_partial_overlap_compares_the_common_tasks_and_lists_the_rest(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent="oracle", trials=2, num_tasks=3), out=a)
+    evaluate(EvalConfig(env_ids=[RETAIL], agent="random", trials=3, num_tasks=5), out=b)
+    c = compare_runs(a, b)
+    retail = [f"retail-test-0-0000{i}" for i in range(5)]
+    assert c.overall.tasks == 3 and list(c.by_env) == [RETAIL]
+    assert sorted(t.task_id for t in c.tasks) == retail[:3]
+    assert c.only_b == [(RETAIL, retail[3]), (RETAIL, retail[4])]
+    assert len(c.only_a) == 3 and {env for env, _ in c.only_a} == {MOCK}
+    assert all(t.a_trials == 2 and t.b_trials == 3 for t in c.tasks)
+    assert c.overall.a.episodes == 6 and c.overall.b.episodes == 9  # the other figures: common tasks only
+    text = format_comparison(c)
+    assert "3 tasks in common; only A played 3, only B played 2" in text
+    assert f"Only B played 2 task(s): {RETAIL} {retail[3]}, {RETAIL} {retail[4]}" in text
+    with pytest.raises(ValueError, match="no task in common"):
+        compare_results([result("x", 0, True)], [result("y", 0, True)])
+
+
+def test_the_terminal_table_lines_up_and_shows_every_figure():
+    results_a = [result("t1", 0, True, usage={"agent_total_tokens": 100, "agent_cost": 0.5}),
+                 result("t2", 0, False, error_kind="agent", error="boom"),
+                 result("m1", 0, True, env=MOCK)]
+    results_b = [result("t1", 0, False, turns=6, usage={"agent_total_tokens": 40, "user_total_tokens": 10,
+                                                         "user_cost": 0.25}),
+                 result("t2", 0, True), result("m1", 0, True, env=MOCK)]
+    c = compare_results(results_a, results_b, a="runs/base", b="runs/new", resamples=200)
+    assert c.overall.a.tokens == 100 and c.overall.b.tokens == 50 and c.overall.b.cost == 0.25
+    assert c.overall.a.agent_errors == 1 and c.by_env[RETAIL].b.mean_turns == 4.0
+    lines = format_comparison(c).splitlines()
+    assert lines[:3] == ["A: runs/base", "B: runs/new", "3 tasks in common; only A played 0, only B played 0"]
+    table = lines[4:8]
+    assert table[0].split() == ["tasks", "pass^1", "A", "pass^1", "B", "B", "-", "A", "95%", "interval"]
+    assert table[1].split()[:5] == [MOCK, "1", "1.000", "1.000", "+0.000"]
+    assert table[3].split()[:5] == ["overall", "3", "0.667", "0.667", "+0.000"]
+    assert table[0].index("pass^1 A") + 8 == table[1].index("1.000") + 5  # a figure ends under its header
+    figures = next(line for line in lines if line.startswith("overall A ")).split()
+    assert figures[2:] == ["3", "0.667", "2.0", "1.0", "0", "1/0", "100", "0.5000"]
+    assert "Tasks that differ most (2 of 3 differ; passed/trials):" in lines
+    assert any(line.split() == [RETAIL, "t1", "1/1", "0/1", "-1.000"] for line in lines)
+
+
+def test_bootstrap_means_are_vectorised_resample_means():
+    values = np.array([0.0, 1.0, 0.5])
+    means = bootstrap_means(values, 1000, np.random.default_rng(0))
+    assert means.shape == (1000,) and means.min() >= 0 and means.max() <= 1
+    picks = np.random.default_rng(0).integers(0, 3, size=(1000, 3))
+    assert np.array_equal(means, values[picks].mean(axis=1))
+    assert not np.array_equal(means, bootstrap_means(values, 1000, np.random.default_rng(1)))  # the seed counts
+    with pytest.raises(ValueError, match="confidence"):
+        compare_results([result("t", 0, True)], [result("t", 0, True)], confidence=1.0)
