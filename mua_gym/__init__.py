@@ -30,13 +30,19 @@ __all__ = [
     "RewardInfo",
     "SystemMessage", "Task", "Tool", "ToolCall", "ToolError", "ToolMessage", "ToolResult", "Toolkit", "Trajectory",
     "UserMessage", "UserScenario", "World", "WorldDiff", "WorldImage", "WorldSnapshot", "WorldSpec",
-    "available_domains", "env_id", "get_domain", "make", "make_async", "register_domain", "tool",
+    "available_domains", "env_id", "get_domain", "make", "make_async", "make_kwargs", "register_domain", "tool",
 ]
 
 
 def make(id: str, **kwargs: Any) -> gymnasium.Env:
     """``gymnasium.make(id, **kwargs)``; ``mua/<Domain>-v0`` ids are registered on import."""
     return gymnasium.make(id, **kwargs)
+
+
+def make_kwargs(**options: Any) -> dict[str, Any]:
+    """``options`` without those left unset (None or empty): the keywords a config passes to :func:`make`, so
+    an unset option keeps the env's default."""
+    return {name: value for name, value in options.items() if value is not None and value != {} and value != ""}
 
 
 def make_async(id: str, **kwargs: Any) -> AsyncMuaEnv:

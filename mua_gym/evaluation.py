@@ -59,14 +59,11 @@ class EvalConfig(BaseModel):
     max_turns: int = Field(30, ge=1)
 
     def env_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"split": self.split, "max_turns": self.max_turns}
-        if self.user:
-            kwargs["user"] = self.user
-        if self.user_kwargs:
-            kwargs["user_kwargs"] = self.user_kwargs
-        if self.world:
-            kwargs["world"] = self.world
-        return kwargs
+        """The :func:`mua_gym.make_async` keywords of each env of the run."""
+        from mua_gym import make_kwargs
+
+        return make_kwargs(split=self.split, max_turns=self.max_turns, user=self.user, user_kwargs=self.user_kwargs,
+                           world=self.world)
 
     def run_key(self) -> dict[str, Any]:
         """What must match for a folder's episodes to be this run's (concurrency may change between resumes)."""

@@ -74,14 +74,8 @@ class MuaTasksetConfig(vf.TasksetConfig):
 
 def _env_kwargs(config: MuaTasksetConfig) -> dict[str, Any]:
     """The :func:`mua_gym.make_async` keywords of ``config``."""
-    kwargs: dict[str, Any] = {"split": config.split, "max_turns": config.max_turns}
-    if config.user:
-        kwargs["user"] = config.user
-    if config.world:
-        kwargs["world"] = config.world
-    if config.world_params:
-        kwargs["world_params"] = config.world_params
-    return kwargs
+    return mua_gym.make_kwargs(split=config.split, max_turns=config.max_turns, user=config.user,
+                               world=config.world, world_params=config.world_params)
 
 
 def open_env(config: MuaTasksetConfig) -> AsyncMuaEnv:
