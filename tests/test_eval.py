@@ -13,7 +13,9 @@ from collections import Counter
 
 import pytest
 
-from mua_gym.evaluation import EpisodeResult, EvalConfig, evaluate, pass_hat_k, read_results, summarise
+from mua_gym.evaluation import (
+    EpisodeResult, EvalConfig, evaluate, pass_hat_k, read_results, read_run, summarise, tokens_and_cost,
+)
 
 MOCK = "mua/Mock-v0"
 
@@ -120,8 +122,6 @@ def test_a_failing_agent_ends_its_episodes_unpaid_and_fails_the_command(tmp_path
 
 
 def test_tokens_and_cost_are_counted_per_side_and_the_run_reads_back_whole(tmp_path):
-    from mua_gym.evaluation import read_run, tokens_and_cost
-
     config = EvalConfig(env_ids=[MOCK], agent="litellm:gpt-4o-mini", num_tasks=2, trials=2,
                         agent_kwargs={"mock_response": "Goodbye, have a nice day."},
                         user="litellm:gpt-4o-mini", user_kwargs={"mock_response": "###STOP###"})
@@ -139,3 +139,17 @@ def test_tokens_and_cost_are_counted_per_side_and_the_run_reads_back_whole(tmp_p
     assert trajectory.tools == run.envs[MOCK].tools and trajectory.to_chat().messages[0]["role"] == "system"
     with pytest.raises(FileNotFoundError, match="no evaluation run"):
         read_run(tmp_path / "nothing")
+
+
+def test_the_progress_bar_and_summary_show_tokens_and_cost(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "mua_gym.cli", "eval", "--env", MOCK, "--num-tasks", "2", "--trials", "2",
+         "--agent", "litellm:gpt-4o-mini", "--agent-arg", "mock_response=Goodbye, have a nice day.",
+         "--user", "litellm:gpt-4o-mini", "--user-arg", "mock_response=###STOP###", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    tokens, cost = tokens_and_cost(read_run(tmp_path / "run").summary().usage)
+    assert tokens > 0 and cost > 0
+    assert f"tokens {tokens:.0f}, ${cost:.4f}" in result.stderr  # the bar's last refresh: the whole run
+    assert "4/4" in result.stderr and "pass 0.00, errors 0" in result.stderr
+    assert f"{tokens:.0f} tokens, ${cost:.4f}" in result.stdout
