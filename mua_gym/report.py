@@ -156,8 +156,8 @@ def _overview(run: EvalRun, results: list[EpisodeResult], summary: EvalSummary) 
     body = "".join(f'<div class="mua-card"><b>{_e(v)}</b><span>{_e(k)}</span></div>' for k, v in cards)
     text = (f"<p>{summary.episodes} episodes over {summary.tasks} tasks{_e(planned)} &times; "
             f"{run.config.trials} trials; agent <code>{_e(run.config.agent)}</code>, user "
-            f"<code>{_e(run.config.user or 'the domain default')}</code>, split <code>{_e(run.config.split)}</code>, "
-            f"folder <code>{_e(Path(run.folder).name)}</code>. Success is a reward of 1; pass^k is the chance that "
+            f"<code>{_e(run.config.user or 'the domain default')}</code>, split <code>{_e(run.config.split)}</code>. "
+            f"Success is a reward of 1; pass^k is the chance that "
             f"k trials of a task drawn at random all succeed, averaged over tasks.</p>")
     return _section("overview", "Overview", status + text + f'<div class="mua-cards">{body}</div>')
 

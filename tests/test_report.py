@@ -1,0 +1,236 @@
+"""mua-gym report and the episode HTML view, read as text: the figures, the transcripts, escaping, partial runs,
+self-containment and determinism (tests/test_report_browser.py opens the page in a real browser)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html import escape
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from mua_gym.evaluation import EvalConfig, evaluate, read_run
+from mua_gym.html_view import trajectory_html
+from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
+from mua_gym.report import write_report
+from mua_gym.trajectory import Trajectory, TrajectoryEntry
+
+MOCK, RETAIL = "mua/Mock-v0", "mua/Retail-v0"
+SCRIPT = "<script>window.mua_pwned=1</script>"
+
+
+def _copy(folder: Path, to: Path) -> Path:
+    """The run's files only (an earlier test may have written its report there)."""
+    shutil.copytree(folder, to, ignore=shutil.ignore_patterns("report.html"))
+    return to
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """A real run that fails some episodes: the fair agent on Retail (it fails two 'multi' tasks) and Mock."""
+    folder = tmp_path_factory.mktemp("mixed")
+    evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent="fair", trials=2, num_tasks=8), out=folder)
+    return folder
+
+
+def _sections(page: str) -> dict[str, str]:
+    """Each episode's section of the page, by its anchor."""
+    return dict(re.findall(r'<section class="mua-sec mua-ep" id="([^"]+)">(.*?)</section>', page, flags=re.S))
+
+
+def _row(page: str, key: str) -> dict[int, str]:
+    row = re.search(rf'<tr data-row="{re.escape(key)}">(.*?)</tr>', page).group(1)
+    return {int(k): v for k, v in re.findall(r'data-k="(\d+)">([^<]+)<', row)}
+
+
+def _rewrite(folder: Path, edit) -> None:
+    lines = [json.loads(x) for x in (folder / "episodes.jsonl").read_text().splitlines() if x.strip()]
+    (folder / "episodes.jsonl").write_text("".join(json.dumps(x) + "\n" for x in edit(lines)))
+
+
+def test_pass_hat_k_is_printed_right_for_known_outcomes(tmp_path):
+    evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", trials=3, num_tasks=4), out=tmp_path)
+    tasks = sorted({r.task_id for r in read_run(tmp_path).results})
+    wins = dict(zip(tasks, (3, 2, 1, 0)))  # successes per task, by trial order
+
+    def lose(lines):
+        for x in lines:
+            if x["trial"] >= wins[x["task_id"]]:
+                x.update(reward=0.0, success=False)
+        return lines
+
+    _rewrite(tmp_path, lose)
+    page = write_report(tmp_path).read_text()
+    expected = {k: sum(math.comb(c, k) for c in wins.values()) / math.comb(3, k) / 4 for k in (1, 2, 3)}
+    assert expected == {1: 0.5, 2: pytest.approx(1 / 3), 3: 0.25}
+    for key in ("overall", f"env:{MOCK}"):
+        assert _row(page, key) == {k: f"{v:.3f}" for k, v in expected.items()}
+    assert re.search(rf">{re.escape(tasks[1])}</a></td><td>[^<]*</td><td class='mua-num'>2/3</td>", page)
+    cells = re.findall(r'<a class="mua-cell mua-c-(\w)" href="#ep-', page)
+    assert cells.count("p") == 6 and cells.count("f") == 6 and len(cells) == 12
+    assert "pass^3" in page and "<b>0.500</b><span>pass^1</span>" in page
+
+
+def test_every_episode_has_its_transcript_and_a_failure_shows_its_diff(mixed):
+    run = read_run(mixed)
+    page = write_report(mixed).read_text()
+    sections = _sections(page)
+    assert len(sections) == len(run.results) == 2 * (8 + len({r.task_id for r in run.results if r.env_id == MOCK}))
+    by_key = {}
+    for anchor, html in sections.items():
+        key = re.search(r"(mua/[\w-]+) &middot; trial (\d+)", html)
+        task = re.search(r"<h3>[^<]*&middot; <code>([^<]+)</code></h3>", html).group(1)
+        by_key[(key.group(1), task, int(key.group(2)))] = html
+    assert set(by_key) == {r.key for r in run.results}
+    for r in run.results:
+        html = by_key[r.key]
+        trajectory = run.trajectory(r)
+        first_user = next(e.message.content for e in trajectory.entries if e.message.role == "user")
+        assert escape(first_user) in html
+        assert html.count('<div class="mua-msg') + html.count('<details class="mua-msg') == len(trajectory.entries)
+        assert run.envs[r.env_id].policy[:300] not in html  # the policy is shown once per env, not per episode
+        if r.success:
+            assert "matches gold" in html
+    failed = [r for r in run.results if not r.success]
+    assert {r.task_id for r in failed} == {"retail-test-0-00004", "retail-test-0-00007"} and len(failed) == 4
+    for r in failed:
+        html, diff = by_key[r.key], run.trajectory(r).reward_info["db_diff"]["tables"]
+        assert "matches gold" not in html and diff
+        for table, changes in diff.items():
+            assert f"table <code>{table}</code>" in html
+            for row in changes["updated"]:
+                for column in row["changed"]:
+                    before, after = _shown(row["before"][column]), _shown(row["after"][column])
+                    assert f"<td>{column}</td><td class='mua-was'><code>{before}</code>" in html
+                    assert f"<td class='mua-gold'><code>{after}</code>" in html
+    assert page.count(escape(run.envs[RETAIL].policy[:300])) == 1
+    assert _row(page, f"category:{RETAIL} multi")[1] == "0.333"  # 1 of its 3 tasks passes
+
+
+def _shown(value) -> str:
+    return escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _hostile() -> Trajectory:
+    call = ToolCall.make("c1", "lookup", {"q": SCRIPT})
+    hidden = ToolCall.make("u1", "toggle_airplane_mode", {})
+    entries = [
+        TrajectoryEntry(message=SystemMessage(content="policy " + SCRIPT), trainable=False),
+        TrajectoryEntry(message=UserMessage(content="hi " + SCRIPT), trainable=False),
+        TrajectoryEntry(message=AssistantMessage(content="<b>bold</b>", tool_calls=[call]), trainable=True),
+        TrajectoryEntry(message=ToolMessage(tool_call_id="c1", name="lookup", content=SCRIPT, error=True),
+                        trainable=False),
+        TrajectoryEntry(message=UserMessage(content="", tool_calls=[hidden]), trainable=False, visible_to_agent=False),
+        TrajectoryEntry(message=ToolMessage(tool_call_id="u1", name="toggle_airplane_mode", content="Airplane ON",
+                                            requestor="user"), trainable=False, visible_to_agent=False),
+    ]
+    diff = {"tables": {"orders": {"inserted": [], "deleted": [], "updated": [
+        {"key": {"id": "o1"}, "before": {"note": SCRIPT}, "after": {"note": "ok"}, "changed": ["note"]}]}}}
+    info = {"reward": 0.0, "components": {"DB": 0.0, "COMMUNICATE": 1.0, "NL_ASSERTION": None},
+            "partial_credit": 0.0, "db_diff": diff, "gold_rows_changed": 1, "rows_reproduced": 0,
+            "extra_rows_changed": 1, "communicate_missing": [SCRIPT], "actions_missing": ["refund"],
+            "env_assertions_failed": [], "nl_assertions": None, "judge_error": "JudgeError: " + SCRIPT}
+    return Trajectory(task_id="t<1>", domain="telecom", seed=7, user="scenario", entries=entries, reward=0.0,
+                      reward_info=info, terminated=True, termination_reason="user_stop", turns=2, tool_calls=1,
+                      tool_errors=1, user_tool_calls=1)
+
+
+def test_the_episode_view_escapes_everything_and_marks_what_the_agent_never_saw():
+    trajectory = _hostile()
+    html = trajectory_html(trajectory)
+    assert "<script" not in html and "<b>bold" not in html and "t<1>" not in html
+    # policy, user message, call arguments, tool result, diff value, missing information, judge error
+    assert html.count("&lt;script&gt;window.mua_pwned=1&lt;/script&gt;") == 7
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "t&lt;1&gt;" in html
+    assert '"q": "&lt;script&gt;' in html.replace("&quot;", '"')  # the arguments, indented JSON
+    blocks = re.split(r'<(?:div|details) class="mua-msg', html)[1:]
+    assert len(blocks) == len(trajectory.entries)
+    assert ["hidden from agent" in b for b in blocks] == [e.visible_to_agent is False for e in trajectory.entries]
+    assert "toggle_airplane_mode" in blocks[4] and "the user&#x27;s call" in blocks[5]
+    assert '<details class="mua-msg mua-system"><summary>' in html  # the policy collapsed
+    assert "not judged" in html and "fail" in html and "Expected actions never called" in html
+    assert "Judge error" in html and "matches gold" not in html
+    assert trajectory._repr_html_() == html
+    linked = trajectory_html(trajectory, style=False, policy_href="#policy-x")
+    assert "<style>" not in linked and 'href="#policy-x"' in linked and "policy &lt;script" not in linked
+
+
+def test_a_partial_run_reports_what_it_holds(mixed, tmp_path):
+    folder = _copy(mixed, tmp_path / "run")
+    _rewrite(folder, lambda lines: [x for x in lines if not (x["env_id"] == MOCK and x["trial"] == 1)])
+    with open(folder / "episodes.jsonl", "a") as f:
+        f.write('{"env_id": "mua/Mock-v0", "task_id": "half')  # a line still being written
+    out = write_report(folder, tmp_path / "partial.html")
+    assert out == tmp_path / "partial.html" and not (folder / "report.html").exists()
+    page = out.read_text()
+    mock_tasks = len({r.task_id for r in read_run(folder).results if r.env_id == MOCK})
+    assert f"Partial run: {mock_tasks} of " in page and page.count('title="not played yet"') == mock_tasks
+    assert len(_sections(page)) == len(read_run(folder).results)
+    (folder / "episodes.jsonl").write_text("")
+    page = write_report(folder).read_text()
+    assert "No episode has ended yet" in page and not _sections(page)
+    with pytest.raises(FileNotFoundError, match="no evaluation run"):
+        write_report(tmp_path / "nothing")
+
+
+class _References(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name in ("src", "href", "xlink:href", "action", "data", "poster", "srcset", "formaction"):
+                self.urls.append(value or "")
+
+
+def test_the_page_fetches_nothing_and_runs_no_script(mixed, tmp_path):
+    _copy(mixed, tmp_path / "run")
+
+    def inject(lines):
+        lines[0]["trajectory"]["entries"][0]["message"]["content"] += " " + SCRIPT + ' <img src="http://x.test/a.png">'
+        return lines
+
+    _rewrite(tmp_path / "run", inject)
+    page = write_report(tmp_path / "run").read_text()
+    parser = _References()
+    parser.feed(page)
+    assert parser.urls and all(u.startswith("#") for u in parser.urls), sorted(set(parser.urls))[:5]
+    assert not {"script", "link", "img", "iframe", "object", "embed"} & set(parser.tags)
+    assert "svg" in parser.tags and parser.tags.count("svg") == 3  # the plots, inline
+    assert "@import" not in page and not re.search(r"url\(\s*['\"]?(?!#)", page)
+    assert "&lt;script&gt;window.mua_pwned=1&lt;/script&gt; &lt;img src=&quot;http://x.test/a.png&quot;&gt;" in page
+
+
+def test_the_same_folder_gives_the_same_bytes(mixed, tmp_path):
+    """In fresh interpreters with other hash seeds (set order) and the episodes in another order on disk."""
+    _copy(mixed, tmp_path / "run")
+    _rewrite(tmp_path / "run", lambda lines: lines[::-1])
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"report{seed}.html"
+        code = f"from mua_gym.report import write_report; write_report({str(tmp_path / 'run')!r}, {str(out)!r})"
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == write_report(mixed, tmp_path / "same.html").read_bytes()
+
+
+def test_without_matplotlib_the_report_says_which_extra_in_one_line(mixed, monkeypatch):
+    from mua_gym.integrations import MissingTrainerError
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MissingTrainerError) as error:
+        write_report(mixed)
+    assert 'pip install "mua_gym[report]"' in str(error.value) and "\n" not in str(error.value)
