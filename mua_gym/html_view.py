@@ -48,7 +48,7 @@ table.mua-t{border-collapse:collapse;margin:3px 0}
 .mua-t th{background:#f6f8fa;font-weight:600}
 .mua-t code,.mua-traj code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;word-break:break-word}
 .mua-was{background:#ffebe9}.mua-gold{background:#dafbe1}
-.mua-traj summary{cursor:pointer}
+.mua-traj summary{cursor:pointer}.mua-tool pre{max-height:16em}
 </style>"""
 
 _COMPONENT_NAMES = {
@@ -145,6 +145,10 @@ def _row_values(row: dict[str, Any] | None, css: str) -> str:
     return f'<table class="mua-t">{cells}</table>'
 
 
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
 def _diff(info: dict[str, Any]) -> str:
     tables = (info.get("db_diff") or {}).get("tables") or {}
     scored = "DB" in (info.get("components") or {})
@@ -155,8 +159,8 @@ def _diff(info: dict[str, Any]) -> str:
     out = [f'<div class="mua-box"><h4>Final world against gold{note}</h4>']
     for name, table in tables.items():
         inserted, deleted, updated = (table.get(k) or [] for k in ("inserted", "deleted", "updated"))
-        out.append(f"<h4>table <code>{_e(name)}</code>: {len(updated)} rows with wrong values, "
-                   f"{len(inserted)} missing, {len(deleted)} extra</h4>")
+        out.append(f"<h4>table <code>{_e(name)}</code>: {_rows(len(updated))} with wrong values, "
+                   f"{_rows(len(inserted))} missing, {_rows(len(deleted))} extra</h4>")
         if updated:
             rows = []
             for row in updated:

@@ -145,6 +145,8 @@ def _overview(run: EvalRun, results: list[EpisodeResult], summary: EvalSummary) 
     elif short:
         status = (f'<p class="mua-partial">Partial run: {short} of {len(tasks)} tasks have fewer than the '
                   f"{run.config.trials} trials configured; the figures cover the episodes written so far.</p>")
+    # the user each episode recorded: the config's, or each domain's default where it names none
+    users = run.config.user or ", ".join(sorted({str(r.trajectory.get("user") or "?") for r in results})) or "default"
     tokens, cost = tokens_and_cost(summary.usage)
     p1 = summary.pass_hat_k.get(1)
     cards = [("pass^1", "—" if p1 is None else f"{p1:.3f}"),
@@ -156,7 +158,7 @@ def _overview(run: EvalRun, results: list[EpisodeResult], summary: EvalSummary) 
     body = "".join(f'<div class="mua-card"><b>{_e(v)}</b><span>{_e(k)}</span></div>' for k, v in cards)
     text = (f"<p>{summary.episodes} episodes over {summary.tasks} tasks{_e(planned)} &times; "
             f"{run.config.trials} trials; agent <code>{_e(run.config.agent)}</code>, user "
-            f"<code>{_e(run.config.user or 'the domain default')}</code>, split <code>{_e(run.config.split)}</code>. "
+            f"<code>{_e(users)}</code>, split <code>{_e(run.config.split)}</code>. "
             f"Success is a reward of 1; pass^k is the chance that "
             f"k trials of a task drawn at random all succeed, averaged over tasks.</p>")
     return _section("overview", "Overview", status + text + f'<div class="mua-cards">{body}</div>')
