@@ -6,7 +6,8 @@ CDN, fonts, scripts or images from anywhere; the plots are inline SVG drawn by m
 extra), the transcripts are :func:`~mua_gym.html_view.trajectory_html` fragments. The page shows the run's
 config and versions, pass^k (overall, per env, per category) with a plot against k, per-category pass rates,
 a task-by-trial pass matrix whose cells open their episode's transcript, histograms of turns and tool calls,
-the reward components, the agent and user errors, tokens and cost, and each env's policy once.
+the reward components, the agent and user errors, tokens and cost, and each env's policy once. A page gets
+shared: the config's credential-named values are masked and error texts redacted (:mod:`mua_gym.redact`).
 
 Transcripts are shown one at a time by the CSS ``:target`` rule (a link to ``#ep-N`` shows episode N): no
 JavaScript. The same folder gives the same bytes: episodes are sorted by env, task and trial (not the order
@@ -80,7 +81,7 @@ def report_html(run: EvalRun) -> str:
     sections = [
         _overview(run, results, summary), _pass_table(summary), _categories(summary),
         _matrix(run, results, anchors), _episodes(run, results, anchors), _distributions(results),
-        _rewards(results, summary), _errors(results, anchors), _usage(results, summary),
+        _rewards(results, summary), _errors(run, results, anchors), _usage(results, summary),
         _policies(run), _config(run),
     ]
     links = [("overview", "Overview"), ("passk", "pass^k"), ("categories", "Categories"), ("matrix", "Tasks x trials"),
@@ -291,6 +292,7 @@ def _matrix(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[str,
 
 
 def _episodes(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[str, str, int], str]) -> str:
+    redact = _redactor(run)
     out = ['<div id="transcripts">']
     for i, r in enumerate(results):
         nav = ['<a href="#matrix">&uarr; tasks x trials</a>']
@@ -301,7 +303,8 @@ def _episodes(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[st
         tokens, cost = tokens_and_cost(r.usage)
         facts = (f"{_e(r.env_id)} &middot; trial {r.trial} &middot; category {_e(r.category or '-')} &middot; "
                  f"{r.wall_s:.2f} s &middot; {tokens:,.0f} tokens, ${cost:.4f}")
-        error = (f'<p class="mua-partial">{_e(r.error_kind)} error: <code>{_e(r.error)}</code></p>' if r.error else "")
+        error = (f'<p class="mua-partial">{_e(r.error_kind)} error: <code>{_e(redact(r.error))}</code></p>'
+                 if r.error else "")
         transcript = trajectory_html(run.trajectory(r), style=False, policy_href=f"#{_policy_anchor(r.env_id)}")
         out.append(f'<section class="mua-sec mua-ep" id="{anchors[r.key]}"><div class="mua-epnav">{"".join(nav)}'
                    f'</div><div class="mua-meta">{facts}</div>{error}{transcript}</section>')
@@ -352,12 +355,19 @@ def _rewards(results: list[EpisodeResult], summary: EvalSummary) -> str:
     return _section("rewards", "Reward and its components", body)
 
 
-def _errors(results: list[EpisodeResult], anchors: dict[tuple[str, str, int], str]) -> str:
+def _redactor(run: EvalRun) -> Any:
+    from mua_gym.redact import Redactor
+
+    return Redactor.of(run.config.agent_kwargs, run.config.user_kwargs)
+
+
+def _errors(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[str, str, int], str]) -> str:
+    redact = _redactor(run)
     failed = [r for r in results if r.error]
     if not failed:
         return _section("errors", "Agent and user errors", "<p>None: no episode ended on an agent or user error.</p>")
     rows = "".join(f'<tr><td><a href="#{anchors[r.key]}">{_e(_short(r.env_id))} {_e(r.task_id)} trial {r.trial}</a>'
-                   f"</td><td>{_e(r.error_kind)}</td><td><code>{_e(r.error)}</code></td></tr>" for r in failed)
+                   f"</td><td>{_e(r.error_kind)}</td><td><code>{_e(redact(r.error))}</code></td></tr>" for r in failed)
     agent = sum(r.error_kind == "agent" for r in failed)
     return _section("errors", "Agent and user errors",
                     f"<p>{agent} agent and {len(failed) - agent} user errors (each episode ended unpaid).</p>"
@@ -398,9 +408,21 @@ def _policies(run: EvalRun) -> str:
     return _section("policies", "Policies and tools (the system message of every episode)", "".join(parts))
 
 
+def _masked(value: Any) -> Any:
+    """``value`` with the value of every credential-named key (``api_key``, ``token``, ...) at any depth hidden."""
+    from mua_gym.redact import PLACEHOLDER, is_secret_name
+
+    if isinstance(value, dict):
+        return {k: PLACEHOLDER if is_secret_name(str(k)) and v is not None else _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return value
+
+
 def _config(run: EvalRun) -> str:
-    config = run.config.model_dump(mode="json")
-    rows = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(json.dumps(v, sort_keys=True))}</code></td></tr>"
+    redact = _redactor(run)  # a page gets shared: no key the run was given shows, nor a URL's credentials
+    config = _masked(run.config.model_dump(mode="json"))
+    rows = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(redact(json.dumps(v, sort_keys=True)))}</code></td></tr>"
                    for k, v in config.items())
     versions = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(v)}</code></td></tr>"
                        for k, v in sorted(run.versions.items()))

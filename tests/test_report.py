@@ -234,3 +234,21 @@ def test_without_matplotlib_the_report_says_which_extra_in_one_line(mixed, monke
     with pytest.raises(MissingTrainerError) as error:
         write_report(mixed)
     assert 'pip install "mua_gym[report]"' in str(error.value) and "\n" not in str(error.value)
+
+
+def test_no_credential_the_run_was_given_shows(mixed, tmp_path):
+    folder = _copy(mixed, tmp_path / "run")
+    key, password = "sk-test-abcdefghijkl0123", "hunter22pw"
+    run = json.loads((folder / "run.json").read_text())
+    run["config"]["agent_kwargs"] = {"api_key": key, "api_base": f"http://bob:{password}@127.0.0.1:9/v1",
+                                     "extra_headers": {"Authorization": "hv42"}}
+    (folder / "run.json").write_text(json.dumps(run))
+
+    def fail(lines):
+        lines[0].update(error_kind="agent", error=f"AuthenticationError: bad key {key} for bob:{password}@127.0.0.1")
+        return lines
+
+    _rewrite(folder, fail)
+    page = write_report(folder).read_text()
+    assert "AuthenticationError: bad key" in page and "127.0.0.1:9/v1" in page
+    assert key not in page and password not in page and "hv42" not in page
