@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
@@ -101,6 +101,8 @@ class RunComparison(BaseModel):
     only_b: list[tuple[str, str]] = Field(default_factory=list)
     #: Every common task, the largest ``|diff|`` first (ties by env and task id).
     tasks: list[TaskDifference]
+    #: The run settings (``EvalConfig`` fields) that differ: ``{field: [A's, B's]}``.
+    settings: dict[str, list[Any]] = Field(default_factory=dict)
 
 
 def bootstrap_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -180,7 +182,10 @@ def compare_runs(folder_a: str | os.PathLike[str], folder_b: str | os.PathLike[s
     run_a, run_b = read_run(folder_a), read_run(folder_b)
     comparison = compare_results(run_a.results, run_b.results, a=str(folder_a), b=str(folder_b),
                                  resamples=resamples, seed=seed, confidence=confidence)
-    return comparison.model_copy(update={"a_agent": run_a.config.agent, "b_agent": run_b.config.agent})
+    key_a, key_b = run_a.config.run_key(), run_b.config.run_key()
+    settings = {k: [key_a[k], key_b[k]] for k in key_a if key_a[k] != key_b[k]}
+    return comparison.model_copy(update={"a_agent": run_a.config.agent, "b_agent": run_b.config.agent,
+                                         "settings": settings})
 
 
 def _table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
@@ -209,8 +214,10 @@ def format_comparison(c: RunComparison, max_tasks: int = 10) -> str:
     level = f"{c.confidence:.0%}"
     out = [f"A: {c.a}" + (f" (agent {c.a_agent})" if c.a_agent else ""),
            f"B: {c.b}" + (f" (agent {c.b_agent})" if c.b_agent else ""),
-           f"{c.overall.tasks} tasks in common; only A played {len(c.only_a)}, only B played {len(c.only_b)}",
-           ""]
+           f"{c.overall.tasks} tasks in common; only A played {len(c.only_a)}, only B played {len(c.only_b)}"]
+    if c.settings:
+        out.append("Settings that differ: " + "; ".join(f"{k} {a!r} / {b!r}" for k, (a, b) in c.settings.items()))
+    out.append("")
     marks = {True: "*", False: ""}
     out += _table(["", "tasks", "pass^1 A", "pass^1 B", "B - A", f"{level} interval", ""],
                   [[g.name, str(g.tasks), f"{g.a.pass_1:.3f}", f"{g.b.pass_1:.3f}", _signed(g.diff),

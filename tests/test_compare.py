@@ -37,7 +37,7 @@ def test_a_run_against_itself_differs_by_exactly_zero(runs):
         assert g.diff == 0 and (g.low, g.high) == (0.0, 0.0) and not g.significant
         assert g.a == g.b
     assert c.only_a == c.only_b == [] and all(t.diff == 0 for t in c.tasks)
-    assert c.a_agent == c.b_agent == "fair"
+    assert c.a_agent == c.b_agent == "fair" and c.settings == {}
 
 
 def test_oracle_against_random_is_clearly_worse_and_the_other_way_round_better(runs):
@@ -120,8 +120,11 @@ def test_partial_overlap_compares_the_common_tasks_and_lists_the_rest(tmp_path):
     assert len(c.only_a) == 3 and {env for env, _ in c.only_a} == {MOCK}
     assert all(t.a_trials == 2 and t.b_trials == 3 for t in c.tasks)
     assert c.overall.a.episodes == 6 and c.overall.b.episodes == 9  # the other figures: common tasks only
+    assert c.settings == {"env_ids": [[RETAIL, MOCK], [RETAIL]], "agent": ["oracle", "random"], "trials": [2, 3],
+                          "num_tasks": [3, 5]}
     text = format_comparison(c)
     assert "3 tasks in common; only A played 3, only B played 2" in text
+    assert "Settings that differ: env_ids [" in text and "agent 'oracle' / 'random'; trials 2 / 3" in text
     assert f"Only B played 2 task(s): {RETAIL} {retail[3]}, {RETAIL} {retail[4]}" in text
     with pytest.raises(ValueError, match="no task in common"):
         compare_results([result("x", 0, True)], [result("y", 0, True)])
