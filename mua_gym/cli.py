@@ -2,6 +2,9 @@
 
     mua-gym run --env mua/Mock-v0 --agent oracle --user scripted --episodes 3
     mua-gym eval --env mua/Retail-v0 --agent oracle --trials 4 --concurrency 16 --out runs/oracle
+    mua-gym report runs/oracle                       # runs/oracle/report.html: one self-contained page
+    mua-gym compare runs/model-a runs/model-b        # per-task differences, a bootstrap interval on pass^1
+    mua-gym export runs/oracle --format sft --min-reward 1 --out sft.jsonl
     mua-gym list
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
 
@@ -243,6 +246,44 @@ def _eval(args: argparse.Namespace) -> int:
     return 1 if summary.agent_errors or summary.user_errors else 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    """Writes a run folder's HTML report; prints its path."""
+    from mua_gym.integrations import MissingTrainerError
+    from mua_gym.report import write_report
+
+    try:
+        path = write_report(args.folder, args.out)
+    except (FileNotFoundError, MissingTrainerError) as exc:
+        raise UsageError(one_line(exc)) from None
+    print(path)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """Prints two runs side by side (or, with --json, the comparison as JSON)."""
+    from mua_gym.compare import compare_runs, format_comparison
+
+    try:
+        comparison = compare_runs(args.run_a, args.run_b, resamples=args.resamples, seed=args.seed,
+                                  confidence=args.confidence)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(one_line(exc)) from None
+    print(comparison.model_dump_json(indent=1) if args.json else format_comparison(comparison))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    """Writes a run's episodes as training data; prints how many lines."""
+    from mua_gym.export import export_sft
+
+    try:
+        written = export_sft(args.folder, args.out, min_reward=args.min_reward)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(one_line(exc)) from None
+    print(f"{written} episodes written to {args.out}")
+    return 0
+
+
 def _count(n: float) -> str:
     """A token count in three characters or so: 950, 12.3k, 4.1M."""
     for size, suffix in ((1e6, "M"), (1e3, "k")):
@@ -305,6 +346,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.add_argument("--no-check", dest="check", action="store_false", help="skip the agent model's probe call")
     ev.set_defaults(handler=_eval)
+    report = sub.add_parser("report", help="write an eval folder's report: one self-contained HTML file")
+    report.add_argument("folder", help="the --out folder of mua-gym eval (finished or not)")
+    report.add_argument("--out", default=None, help="the HTML file (default: FOLDER/report.html)")
+    report.set_defaults(handler=_report)
+    compare = sub.add_parser("compare", help="two eval folders side by side, with a bootstrap interval on pass^1")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--resamples", type=int, default=10_000)
+    compare.add_argument("--confidence", type=float, default=0.95)
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.set_defaults(handler=_compare)
+    export = sub.add_parser("export", help="an eval folder's episodes as chat-format training data (JSONL)")
+    export.add_argument("folder")
+    export.add_argument("--format", choices=["sft"], required=True)
+    export.add_argument("--min-reward", type=float, default=None, help="keep episodes with at least this reward")
+    export.add_argument("--out", required=True, help="the JSONL file to write")
+    export.set_defaults(handler=_export)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
     serve = sub.add_parser("serve", help="serve an env as an OpenEnv environment (needs mua_gym[openenv])")

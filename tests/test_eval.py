@@ -153,3 +153,31 @@ def test_the_progress_bar_and_summary_show_tokens_and_cost(tmp_path):
     assert f"tokens {tokens:.0f}, ${cost:.4f}" in result.stderr  # the bar's last refresh: the whole run
     assert "4/4" in result.stderr and "pass 0.00, errors 0" in result.stderr
     assert f"{tokens:.0f} tokens, ${cost:.4f}" in result.stdout
+
+
+def test_report_compare_and_export_commands_read_eval_folders(tmp_path, capsys):
+    from mua_gym.cli import main
+
+    fair, oracle = tmp_path / "fair", tmp_path / "oracle"
+    retail = ["--env", MOCK, "--env", "mua/Retail-v0", "--num-tasks", "12", "--trials", "2", "--quiet"]
+    assert main(["eval", *retail, "--agent", "fair", "--out", str(fair)]) == 0
+    assert main(["eval", *retail, "--agent", "oracle", "--out", str(oracle)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(fair), "--out", str(tmp_path / "fair.html")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "fair.html")
+    page = (tmp_path / "fair.html").read_text()
+    assert f"{read_run(fair).summary().pass_hat_k[1]:.3f}" in page and "retail-test-0-00004" in page
+    assert main(["compare", str(fair), str(oracle), "--json", "--resamples", "2000"]) == 0
+    comparison = json.loads(capsys.readouterr().out)
+    gap = read_run(oracle).summary().pass_hat_k[1] - read_run(fair).summary().pass_hat_k[1]
+    assert comparison["overall"]["tasks"] == 16 and comparison["overall"]["diff"] == pytest.approx(gap) and gap > 0
+    assert comparison["overall"]["low"] <= gap <= comparison["overall"]["high"]
+    assert main(["compare", str(fair), str(oracle)]) == 0 and "16 tasks in common" in capsys.readouterr().out
+    out = tmp_path / "sft.jsonl"
+    assert main(["export", str(fair), "--format", "sft", "--min-reward", "1", "--out", str(out)]) == 0
+    won = sum(r.reward >= 1 for r in read_run(fair).results)
+    assert capsys.readouterr().out.startswith(f"{won} episodes written") and len(out.read_text().splitlines()) == won
+    for command in (["report", str(tmp_path / "none")], ["compare", str(fair), str(tmp_path / "none")],
+                    ["export", str(tmp_path / "none"), "--format", "sft", "--out", str(out)]):
+        assert main(command) == 2  # a folder that holds no run: one line, no traceback
+        assert "holds no evaluation run" in capsys.readouterr().err
