@@ -9,7 +9,8 @@
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
 
 Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 2 for bad arguments or a
-misconfigured model (one line on stderr, no traceback). Nothing printed carries a configured key.
+misconfigured model (one line on stderr, no traceback); 130 when eval is interrupted (Ctrl-C: rerun it to
+resume). Nothing printed carries a configured key.
 """
 
 from __future__ import annotations
@@ -226,6 +227,12 @@ def _eval(args: argparse.Namespace) -> int:
         summary = asyncio.run(aevaluate(config, args.out, on_episode))
     except (KeyError, ValueError) as exc:  # an unknown task id, an empty split, a folder of another run
         raise UsageError(redact(one_line(exc))) from None
+    except KeyboardInterrupt:  # every finished episode is on disk already; the running ones are dropped
+        bar.close()
+        where = f"; rerun the same command to finish it ({args.out} keeps the {bar.n} episodes done)" \
+            if args.out else " (no --out: nothing was kept)"
+        say(f"mua-gym: interrupted{where}", sys.stderr)
+        return 130
     finally:
         bar.close()
     ks = ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k.items())

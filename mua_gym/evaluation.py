@@ -356,6 +356,7 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
                     sink.flush()
                 if on_episode is not None:
                     on_episode(result, len(results), len(plan))
+                await asyncio.sleep(0)  # an episode that never waited never let the loop see a Ctrl-C
         finally:
             for env in envs.values():
                 await env.aclose()

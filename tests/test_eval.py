@@ -85,20 +85,25 @@ def test_a_folder_of_another_run_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_without_losing_or_repeating_an_episode(tmp_path):
-    """kill -9 mid-run, a half-written last line, then the same command again: every episode exactly once."""
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_a_stopped_run_resumes_without_losing_or_repeating_an_episode(tmp_path, stop):
+    """Stopped mid-run (kill -9 or Ctrl-C), a half-written last line, then the same command again: every
+    episode exactly once."""
     out = tmp_path / "run"
     command = [sys.executable, "-m", "mua_gym.cli", "eval", "--env", "mua/Retail-v0", "--agent", "oracle",
                "--num-tasks", "60", "--trials", "2", "--concurrency", "1", "--quiet", "--out", str(out)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     results = out / "episodes.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 10):
         time.sleep(0.01)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    process.send_signal(stop)
+    _, stderr = process.communicate(timeout=60)
     before = results.read_text().count("\n")
-    assert 10 <= before < 120, "the run must be killed mid-way"
+    assert 10 <= before < 120, "the run must be stopped mid-way"
+    if stop == signal.SIGINT:
+        assert process.returncode == 130 and "interrupted; rerun the same command" in stderr, stderr
+        assert "Traceback" not in stderr
     with open(results, "a") as f:
         f.write('{"env_id": "mua/Retail-v0", "task_id": "half')  # the line a killed writer left
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
