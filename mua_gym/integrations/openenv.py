@@ -116,6 +116,9 @@ class MuaEnvironment(Environment):  # type: ignore[misc]
     def step(self, action: Any, timeout_s: Optional[float] = None, **kwargs: Any) -> MuaObservation:
         """One agent turn; returns the new messages, the reward (0.0 until the end) and ``done``."""
         move = action.to_env_action() if isinstance(action, MuaAction) else action
+        if self.env.core.task is None:  # a plain HTTP /step gets a fresh env: there is no episode to step
+            return MuaObservation(messages=[], task_id=None, done=False, reward=0.0,
+                                  error="no episode in this session: call reset() first")
         observation, reward, terminated, truncated, info = self.env.step(move)
         if self._state.done:  # the episode is over: the env only says so, and what it scored stands
             return MuaObservation(messages=[], task_id=self._state.task_id, done=True, reward=self._state.reward,
