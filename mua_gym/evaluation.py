@@ -5,10 +5,11 @@
                        out="runs/oracle")
     print(summary.pass_hat_k)          # {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
 
-``out`` holds ``run.json`` (the configuration, versions, and each env's policy and tool schemas, written
-once) and ``episodes.jsonl`` (one compact line per episode, appended as each ends). A run restarted on the
-same folder with the same configuration plays only the episodes the file lacks; a half-written last line
-(a killed run) is cut off first.
+``out`` holds ``run.json`` (the configuration with credentials masked, versions, the planned task ids, and each
+env's policy and tool schemas, written once) and ``episodes.jsonl`` (one compact line per episode, appended as
+each ends). A run restarted on the same folder with the same configuration plays only the episodes the file
+lacks; a half-written last line (a killed run) is cut off first. One eval at a time writes a folder (a lock);
+:func:`read_run` reads one back, finished or not, for the report, comparisons and exports.
 
 An episode's seed depends on the run's seed, its env, task and trial only, so a resumed or re-run
 evaluation plays the same episodes. Success is tau2's: a reward of 1 (within 1e-6). pass^k is tau2's
@@ -32,11 +33,12 @@ from pydantic import BaseModel, Field
 if TYPE_CHECKING:
     from mua_gym.trajectory import Trajectory
 
-__all__ = ["EpisodeResult", "EvalConfig", "EvalRun", "EvalSummary", "aevaluate", "evaluate", "pass_hat_k", "read_run",
-           "summarise", "tokens_and_cost"]
+__all__ = ["EpisodeResult", "EvalConfig", "EvalRun", "EvalSummary", "aevaluate", "evaluate", "group_by_task",
+           "pass_hat_k", "read_results", "read_run", "summarise", "tokens_and_cost", "write_atomic"]
 
 RESULTS = "episodes.jsonl"
 RUN = "run.json"
+LOCK = ".lock"
 
 
 class EvalConfig(BaseModel):
@@ -66,8 +68,11 @@ class EvalConfig(BaseModel):
                            world=self.world)
 
     def run_key(self) -> dict[str, Any]:
-        """What must match for a folder's episodes to be this run's (concurrency may change between resumes)."""
-        return self.model_dump(mode="json", exclude={"concurrency"})
+        """What must match for a folder's episodes to be this run's, as ``run.json`` records it: concurrency may
+        change between sessions, and credentials are masked (a rotated key resumes; no key is written down)."""
+        from mua_gym.redact import masked
+
+        return masked(self.model_dump(mode="json", exclude={"concurrency"}))
 
 
 class EpisodeResult(BaseModel):
@@ -119,7 +124,10 @@ class EvalSummary(BaseModel):
     user_errors: int
     errors: list[str]
     usage: dict[str, float]
+    #: Wall-clock seconds of the evaluate call that made the summary (this session only; 0.0 for a folder read back).
     wall_s: float
+    #: The episodes' own durations summed (what a resumed or read-back run still knows).
+    episode_s: float = 0.0
 
 
 def pass_hat_k(trials: int, successes: int, k: int) -> float:
@@ -139,14 +147,20 @@ def episode_seed(seed: int, env_id: str, task_id: str, trial: int) -> int:
     return int.from_bytes(digest[:4], "big") >> 1
 
 
+def group_by_task(results: Iterable[EpisodeResult]) -> dict[tuple[str, str], list[EpisodeResult]]:
+    """``{(env id, task id): that task's episodes}``, tasks and episodes in the order given."""
+    groups: dict[tuple[str, str], list[EpisodeResult]] = defaultdict(list)
+    for r in results:
+        groups[(r.env_id, r.task_id)].append(r)
+    return dict(groups)
+
+
 def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSummary:
     """The figures of a set of episodes (a finished run, or what a folder holds so far)."""
     results = list(results)
-    by_task: dict[tuple[str, str], list[bool]] = defaultdict(list)
-    category: dict[tuple[str, str], str] = {}
-    for r in results:
-        by_task[(r.env_id, r.task_id)].append(r.success)
-        category[(r.env_id, r.task_id)] = f"{r.env_id} {r.category or 'uncategorised'}"
+    tasks = group_by_task(results)
+    by_task = {key: [r.success for r in episodes] for key, episodes in tasks.items()}
+    category = {key: f"{key[0]} {episodes[0].category or 'uncategorised'}" for key, episodes in tasks.items()}
     trials = min((len(v) for v in by_task.values()), default=0)
 
     def table(groups: dict[tuple[str, str], list[bool]]) -> dict[int, float]:
@@ -174,6 +188,7 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
         mean_turns=sum(r.turns for r in results) / n, mean_tool_calls=sum(r.tool_calls for r in results) / n,
         agent_errors=sum(r.error_kind == "agent" for r in results),
         user_errors=sum(r.error_kind == "user" for r in results), errors=errors, usage=dict(usage), wall_s=wall_s,
+        episode_s=sum(r.wall_s for r in results),
     )
 
 
@@ -189,9 +204,13 @@ class EvalRun(BaseModel):
     """A run folder read back: its configuration, versions, per-env records and the episodes so far."""
 
     folder: str
+    #: The run's configuration as ``run.json`` holds it (credentials masked; the first session's concurrency).
     config: EvalConfig
     versions: dict[str, str] = Field(default_factory=dict)
     envs: dict[str, EnvRecord]
+    #: The task ids the run plays, per env, in order (None for a folder written before plans were recorded).
+    plan: dict[str, list[str]] | None = None
+    #: The planned episodes the folder holds, each once, in plan order (env, task, trial).
     results: list[EpisodeResult]
 
     def trajectory(self, result: EpisodeResult) -> "Trajectory":
@@ -206,39 +225,73 @@ class EvalRun(BaseModel):
         return trajectory.model_copy(update={"entries": [system, *trajectory.entries]})
 
     def summary(self) -> "EvalSummary":
-        """The figures of the episodes the folder holds (its wall time: the sum of the episodes' own)."""
-        return summarise(self.results, sum(r.wall_s for r in self.results))
+        """The figures of the episodes the folder holds (``wall_s`` 0.0: only the episodes' own times are known)."""
+        return summarise(self.results)
 
 
 def read_run(folder: str | os.PathLike[str]) -> EvalRun:
-    """Reads a run folder (finished or not); raises FileNotFoundError where it holds no run.
+    """Reads a run folder (finished or not). Raises FileNotFoundError where it holds no run, ValueError (naming
+    the file and line) where its files are not a run's. Nothing is written: a half-written last line (a run
+    killed, or still running) is skipped, not cut."""
+    from mua_gym.llm_client import one_line
 
-    Nothing is written: a half-written last line (a run killed, or still running) is skipped, not cut."""
     path = Path(folder)
     run_file = path / RUN
-    if not run_file.exists():
+    if not run_file.is_file():
         raise FileNotFoundError(f"{path} holds no evaluation run (no {RUN}): give the --out folder of mua-gym eval")
-    run = json.loads(run_file.read_text())
-    return EvalRun(folder=str(path), config=EvalConfig.model_validate(run["config"]),
-                   versions=run.get("versions", {}), envs=run["envs"], results=read_results(path, repair=False))
+    try:
+        run = json.loads(run_file.read_text(encoding="utf-8"))
+        config = EvalConfig.model_validate({**run["config"], "concurrency": run.get("concurrency", 8)})
+        envs = {env_id: EnvRecord.model_validate(record) for env_id, record in run["envs"].items()}
+        plan = run.get("plan")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # bad JSON and pydantic's errors are ValueErrors
+        detail = f"no {exc} entry" if isinstance(exc, KeyError) else one_line(exc, 200)
+        raise ValueError(f"{run_file} is not a mua-gym eval run file ({detail})") from None
+    return EvalRun(folder=str(path), config=config, versions=run.get("versions", {}), envs=envs, plan=plan,
+                   results=_planned(read_results(path), plan))
 
 
-def read_results(folder: Path, repair: bool = True) -> list[EpisodeResult]:
-    """The folder's complete episode lines; with ``repair``, a half-written last line (a killed run) is cut
-    from the file."""
-    path = folder / RESULTS
+def read_results(folder: str | os.PathLike[str]) -> list[EpisodeResult]:
+    """The folder's complete episode lines as written (a half-written last line left out); ValueError naming the
+    line where one is not an episode record. Nothing is written (an eval that resumes cuts a half line itself)."""
+    from mua_gym.llm_client import one_line
+
+    path = Path(folder) / RESULTS
     if not path.exists():
         return []
     data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if repair and end < len(data):  # the last line never got its newline: the run died writing it
-        with open(path, "r+b") as f:
-            f.truncate(end)
     out = []
-    for line in data[:end].splitlines():
+    for number, line in enumerate(data[:data.rfind(b"\n") + 1].splitlines(), 1):
         if line.strip():
-            out.append(EpisodeResult.model_validate_json(line))
+            try:
+                out.append(EpisodeResult.model_validate_json(line))
+            except ValueError as exc:
+                raise ValueError(f"{path} line {number} is not an episode record ({one_line(exc, 200)})") from None
     return out
+
+
+def _planned(results: list[EpisodeResult], plan: dict[str, list[str]] | None) -> list[EpisodeResult]:
+    """Each planned episode once (the first line written wins), in plan order; without a plan, sorted."""
+    first: dict[tuple[str, str, int], EpisodeResult] = {}
+    for r in results:
+        first.setdefault(r.key, r)
+    if plan is None:
+        return [first[k] for k in sorted(first)]
+    order = {(env_id, task_id): i for i, (env_id, task_id) in
+             enumerate((e, t) for e, ids in plan.items() for t in ids)}
+    kept = [r for k, r in first.items() if k[:2] in order]
+    return sorted(kept, key=lambda r: (order[r.env_id, r.task_id], r.trial))
+
+
+def _cut_half_line(folder: Path) -> None:
+    """Cuts a half-written last line (the run died writing it) off the folder's results file."""
+    path = folder / RESULTS
+    if path.exists():
+        data = path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            with open(path, "r+b") as f:
+                f.truncate(end)
 
 
 def _plan(config: EvalConfig, envs: dict[str, Any]) -> list[tuple[str, Any, int]]:
@@ -310,32 +363,55 @@ def tokens_and_cost(usage: dict[str, float]) -> tuple[float, float]:
 
 
 async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = None,
-                    on_episode: Callable[[EpisodeResult, int, int], None] | None = None) -> EvalSummary:
-    """Runs (or finishes) the evaluation; ``on_episode(result, done, total)`` after each episode. The summary
-    covers every episode of the run, those a resumed folder already held included."""
+                    on_episode: Callable[[EpisodeResult, int, int], None] | None = None,
+                    on_start: Callable[[list[EpisodeResult], int], None] | None = None) -> EvalSummary:
+    """Runs (or finishes) the evaluation and returns the summary of every episode of the run, those a resumed
+    folder already held included. ``on_start(held, total)`` once the plan is known (``held``: the episodes a
+    resumed folder already has); ``on_episode(result, done, total)`` after each episode played.
+
+    Raises ValueError where ``out`` holds another run (naming what differs), where the env's tasks changed since
+    the run began, or where another eval is writing ``out``; KeyError for an unknown task id."""
     import mua_gym
 
     folder = Path(out) if out is not None else None
-    previous: list[EpisodeResult] = []
+    lock = None
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        run_file = folder / RUN
-        if run_file.exists():
-            written = json.loads(run_file.read_text())
-            if written.get("config") != config.run_key():
-                raise ValueError(f"{folder} holds a different run ({run_file}): use another --out folder")
-        previous = read_results(folder)
-    probes = {env_id: mua_gym.make_async(env_id, **config.env_kwargs()) for env_id in config.env_ids}
+        lock = _lock(folder)
     try:
-        plan = _plan(config, probes)
-        if folder is not None and not (folder / RUN).exists():
-            _write_run(folder, config, probes)
+        previous: list[EpisodeResult] = []
+        written = _check_folder(folder, config) if folder is not None else None
+        probes = {env_id: mua_gym.make_async(env_id, **config.env_kwargs()) for env_id in config.env_ids}
+        try:
+            plan = _plan(config, probes)
+            plan_ids = {env_id: list(dict.fromkeys(t.id for e, t, _ in plan if e == env_id)) for env_id in probes}
+            if folder is not None:
+                if written is None:
+                    _write_run(folder, config, probes, plan_ids)
+                else:
+                    _check_plan(folder, written, plan_ids)
+        finally:
+            for env in probes.values():
+                await env.aclose()
+        if folder is not None:
+            _cut_half_line(folder)
+            previous = _planned(read_results(folder), plan_ids)
+        if on_start is not None:
+            on_start(previous, len(plan))
+        return await _play_all(config, folder, plan, previous, on_episode)
     finally:
-        for env in probes.values():
-            await env.aclose()
+        if lock is not None:
+            lock.close()
+
+
+async def _play_all(config: EvalConfig, folder: Path | None, plan: list[tuple[str, Any, int]],
+                    previous: list[EpisodeResult], on_episode: Callable[[EpisodeResult, int, int], None] | None
+                    ) -> EvalSummary:
+    import mua_gym
+
     done = {r.key for r in previous}
     todo = [(e, t, k) for e, t, k in plan if (e, t.id, k) not in done]
-    results = [r for r in previous if r.key in {(e, t.id, k) for e, t, k in plan}]
+    results = list(previous)
     queue: asyncio.Queue[tuple[str, Any, int]] = asyncio.Queue()
     for item in todo:
         queue.put_nowait(item)
@@ -366,16 +442,63 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
     finally:
         if sink is not None:
             sink.close()
-    return summarise(results, time.perf_counter() - started)
+    return summarise(_planned(results, None), time.perf_counter() - started)
 
 
 def evaluate(config: EvalConfig, out: str | os.PathLike[str] | None = None,
-             on_episode: Callable[[EpisodeResult, int, int], None] | None = None) -> EvalSummary:
+             on_episode: Callable[[EpisodeResult, int, int], None] | None = None,
+             on_start: Callable[[list[EpisodeResult], int], None] | None = None) -> EvalSummary:
     """:func:`aevaluate` from synchronous code (a script; in a notebook, ``await aevaluate(...)``)."""
-    return asyncio.run(aevaluate(config, out, on_episode))
+    return asyncio.run(aevaluate(config, out, on_episode, on_start))
 
 
-def _write_run(folder: Path, config: EvalConfig, envs: dict[str, Any]) -> None:
+def _lock(folder: Path) -> Any:
+    """An exclusive lock on the folder for this process (released when the handle closes); ValueError if another
+    eval holds it. Where the OS has no ``flock`` (Windows), no lock is taken."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    handle = open(folder / LOCK, "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ValueError(f"{folder} is being written by another mua-gym eval: wait for it, or use another --out "
+                         "folder") from None
+    return handle
+
+
+def _check_folder(folder: Path, config: EvalConfig) -> dict[str, Any] | None:
+    """The folder's ``run.json`` (None for a new run); ValueError naming what differs where it is another run's."""
+    run_file = folder / RUN
+    if not run_file.exists():
+        return None
+    try:
+        written = json.loads(run_file.read_text(encoding="utf-8"))
+        theirs = dict(written["config"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{run_file} is not a mua-gym eval run file ({exc}): use another --out folder") from None
+    ours = config.run_key()
+    differ = [f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in sorted(set(theirs) | set(ours))
+              if theirs.get(k) != ours.get(k)]
+    if differ:
+        raise ValueError(f"{folder} holds a different run ({'; '.join(differ)}): use another --out folder")
+    return written
+
+
+def _check_plan(folder: Path, written: dict[str, Any], plan: dict[str, list[str]]) -> None:
+    """ValueError where the tasks the configuration selects are no longer those the run began with."""
+    before = written.get("plan")
+    if before is None or before == plan:
+        return
+    changed = next(e for e in plan if before.get(e) != plan[e])
+    then, now = written.get("versions", {}).get("mua_gym", "?"), _versions().get("mua_gym", "?")
+    raise ValueError(f"the tasks of {changed} are not those {folder} began with (mua_gym {then} then, {now} now): "
+                     "use another --out folder")
+
+
+def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {}
@@ -384,9 +507,19 @@ def _write_run(folder: Path, config: EvalConfig, envs: dict[str, Any]) -> None:
             versions[package] = version(package)
         except PackageNotFoundError:
             pass
-    run = {"config": config.run_key(), "versions": versions,
+    return versions
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file beside it: a reader never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _write_run(folder: Path, config: EvalConfig, envs: dict[str, Any], plan: dict[str, list[str]]) -> None:
+    run = {"config": config.run_key(), "concurrency": config.concurrency, "versions": _versions(), "plan": plan,
            "envs": {env_id: {"domain": env.domain.name, "policy": env.policy, "tools": env.tool_schemas}
                     for env_id, env in envs.items()}}
-    tmp = folder / (RUN + ".tmp")
-    tmp.write_text(json.dumps(run, indent=1))
-    tmp.replace(folder / RUN)
+    write_atomic(folder / RUN, json.dumps(run, indent=1))

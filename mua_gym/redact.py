@@ -27,7 +27,8 @@ import re
 from typing import Any, Iterable, Mapping
 from urllib.parse import unquote
 
-__all__ = ["MIN_SECRET_LENGTH", "PLACEHOLDER", "Redactor", "is_secret_name", "redact", "secret_values", "url_secrets"]
+__all__ = ["MIN_SECRET_LENGTH", "PLACEHOLDER", "Redactor", "is_secret_name", "masked", "redact", "secret_values",
+           "url_secrets"]
 
 #: Shorter values are placeholders, not secrets (see the module docstring).
 MIN_SECRET_LENGTH = 6
@@ -61,6 +62,18 @@ def secret_values(*configs: Mapping[str, Any] | None) -> set[str]:
         if config:
             _collect(config, False, found)
     return found
+
+
+def masked(value: Any) -> Any:
+    """A copy of a JSON-like config safe to write down: the value of every credential-named key (at any depth)
+    is :data:`PLACEHOLDER`, and every string is redacted (URL user info, key-shaped strings)."""
+    if isinstance(value, Mapping):
+        return {k: PLACEHOLDER if is_secret_name(str(k)) and v is not None else masked(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [masked(v) for v in value]
+    if isinstance(value, str):
+        return redact(value)
+    return value
 
 
 def _collect(value: Any, secret: bool, found: set[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -186,3 +187,89 @@ def test_report_compare_and_export_commands_read_eval_folders(tmp_path, capsys):
                     ["export", str(tmp_path / "none"), "--format", "sft", "--out", str(out)]):
         assert main(command) == 2  # a folder that holds no run: one line, no traceback
         assert "holds no evaluation run" in capsys.readouterr().err
+
+
+def _lines(folder):
+    return (folder / "episodes.jsonl").read_text().splitlines()
+
+
+def test_a_folder_holds_each_planned_episode_once_whatever_its_file_says(tmp_path):
+    evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", trials=2), out=tmp_path)
+    lines = _lines(tmp_path)
+    ghost = json.loads(lines[0]) | {"task_id": "ghost-task", "success": False, "reward": 0.0}
+    failed_copy = json.loads(lines[1]) | {"success": False, "reward": 0.0}  # a second line for a played episode
+    with open(tmp_path / "episodes.jsonl", "a") as f:
+        f.write(json.dumps(ghost) + "\n" + json.dumps(failed_copy) + "\n")
+    run = read_run(tmp_path)
+    assert len(run.results) == len(lines) and "ghost-task" not in {r.task_id for r in run.results}
+    assert run.summary().pass_hat_k == {1: 1.0, 2: 1.0}  # the first line of an episode counts, once
+    assert [r.task_id for r in run.results] == [t for t in run.plan[MOCK] for _ in range(2)]  # plan order
+    resumed = evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", trials=2), out=tmp_path)
+    assert resumed.episodes == len(lines) and resumed.pass_hat_k == {1: 1.0, 2: 1.0}
+
+
+def test_one_eval_at_a_time_writes_a_folder(tmp_path):
+    import fcntl
+
+    evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
+    with open(tmp_path / ".lock", "a") as held:  # what a running eval holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path / "other").episodes == 4  # free
+        with pytest.raises(ValueError, match="being written by another mua-gym eval"):
+            evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
+    assert evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path).episodes == 4  # released: it resumes
+
+
+def test_a_run_whose_tasks_changed_is_refused_naming_what_changed(tmp_path):
+    evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
+    run = json.loads((tmp_path / "run.json").read_text())
+    run["plan"][MOCK] = run["plan"][MOCK][::-1]  # what another mua_gym version's task list would look like
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    with pytest.raises(ValueError, match=f"the tasks of {MOCK} are not those .* began with"):
+        evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
+    with pytest.raises(ValueError, match=r"different run \(max_turns 30 there, 12 here; trials 1 there, 2 here\)"):
+        evaluate(EvalConfig(env_ids=[MOCK], trials=2, max_turns=12), out=tmp_path)
+
+
+def test_no_credential_is_written_to_the_run_and_a_rotated_key_resumes(tmp_path):
+    secret, rotated, password = "sk-SECRETSECRET123456", "sk-ROTATEDKEY9876543", "hunter22pw"
+    config = EvalConfig(env_ids=[MOCK], agent="litellm:gpt-4o-mini", num_tasks=2, concurrency=2,
+                        agent_kwargs={"mock_response": "Goodbye.", "api_key": secret,
+                                      "api_base": f"http://bob:{password}@127.0.0.1:9/v1"})
+    evaluate(config, out=tmp_path / "a")
+    written = (tmp_path / "a" / "run.json").read_text() + (tmp_path / "a" / "episodes.jsonl").read_text()
+    assert secret not in written and password not in written and "[redacted]" in written
+    rotated_config = config.model_copy(update={"agent_kwargs": {**config.agent_kwargs, "api_key": rotated}})
+    assert evaluate(rotated_config, out=tmp_path / "a").episodes == 2  # same run: nothing replayed, no error
+    assert len(_lines(tmp_path / "a")) == 2
+    evaluate(rotated_config.model_copy(update={"trials": 2}), out=tmp_path / "b")
+    from mua_gym.compare import compare_runs, format_comparison
+
+    comparison = compare_runs(tmp_path / "a", tmp_path / "b")
+    shown = format_comparison(comparison) + comparison.model_dump_json()
+    assert "trials" in comparison.settings and "agent_kwargs" not in comparison.settings
+    assert secret not in shown and rotated not in shown and password not in shown
+    assert read_run(tmp_path / "a").config.concurrency == 2  # the session's, recorded outside the key
+
+
+def test_files_that_are_not_a_runs_give_one_line_errors(tmp_path, capsys):
+    from mua_gym.cli import main
+
+    evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path / "good")
+    cases = {"no-config": ("{}", None), "not-json": ("{", None), "bad-line": (None, '{"env_id": 3}\n')}
+    for name, (run_text, line) in cases.items():
+        folder = tmp_path / name
+        shutil.copytree(tmp_path / "good", folder)
+        if run_text is not None:
+            (folder / "run.json").write_text(run_text)
+        if line is not None:
+            with open(folder / "episodes.jsonl", "a") as f:
+                f.write(line)
+        for command in (["report", str(folder)], ["compare", str(folder), str(tmp_path / "good")],
+                        ["export", str(folder), "--format", "sft", "--out", str(tmp_path / "x.jsonl")]):
+            assert main(command) == 2, (name, command)
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "Traceback" not in err
+            assert ("line 5 is not an episode record" if name == "bad-line" else "is not a mua-gym eval run") in err
+    assert main(["report", str(tmp_path / "good"), "--out", str(tmp_path)]) == 0  # a folder: report.html in it
+    assert (tmp_path / "report.html").exists()
