@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
-from mua_gym.evaluation import EpisodeResult, read_run, tokens_and_cost
+from mua_gym.evaluation import EpisodeResult, group_by_task, read_run, tokens_and_cost
 
 __all__ = ["GroupComparison", "RunComparison", "SideFigures", "TaskDifference", "bootstrap_means",
            "compare_results", "compare_runs", "format_comparison"]
@@ -134,13 +134,6 @@ def _figures(results: list[EpisodeResult], rates: Sequence[float]) -> SideFigure
         user_errors=sum(r.error_kind == "user" for r in results), tokens=tokens, cost=cost)
 
 
-def _by_task(results: list[EpisodeResult]) -> dict[tuple[str, str], list[EpisodeResult]]:
-    groups: dict[tuple[str, str], list[EpisodeResult]] = defaultdict(list)
-    for r in results:
-        groups[(r.env_id, r.task_id)].append(r)
-    return groups
-
-
 def compare_results(results_a: list[EpisodeResult], results_b: list[EpisodeResult], *, a: str = "A", b: str = "B",
                     resamples: int = 10_000, seed: int = 0, confidence: float = 0.95) -> RunComparison:
     """:func:`compare_runs` on two lists of episodes (``a`` and ``b`` name them); raises ValueError where the
@@ -149,7 +142,7 @@ def compare_results(results_a: list[EpisodeResult], results_b: list[EpisodeResul
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    tasks_a, tasks_b = _by_task(results_a), _by_task(results_b)
+    tasks_a, tasks_b = group_by_task(results_a), group_by_task(results_b)
     common = sorted(set(tasks_a) & set(tasks_b))
     if not common:
         raise ValueError(f"{a} and {b} have no task in common: nothing to compare")
@@ -222,7 +215,8 @@ def format_comparison(c: RunComparison, max_tasks: int = 10) -> str:
     out += _table(["", "tasks", "pass^1 A", "pass^1 B", "B - A", f"{level} interval", ""],
                   [[g.name, str(g.tasks), f"{g.a.pass_1:.3f}", f"{g.b.pass_1:.3f}", _signed(g.diff),
                     f"[{_signed(g.low)}, {_signed(g.high)}]", marks[g.significant]] for g in groups])
-    out.append(f"(* the interval leaves out 0; paired bootstrap over tasks, {c.resamples} resamples, seed {c.seed})")
+    star = "* the interval leaves out 0; " if any(g.significant for g in [c.overall, *c.by_env.values()]) else ""
+    out.append(f"({star}paired bootstrap over tasks, {c.resamples} resamples, seed {c.seed})")
     out.append("")
     rows = []
     for g in groups:

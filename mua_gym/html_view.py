@@ -22,7 +22,7 @@ from mua_gym.messages import AssistantMessage, SystemMessage, ToolMessage, UserM
 if TYPE_CHECKING:
     from mua_gym.trajectory import Trajectory, TrajectoryEntry
 
-__all__ = ["STYLE", "trajectory_html"]
+__all__ = ["STYLE", "escape_html", "trajectory_html"]
 
 STYLE = """<style>
 .mua-traj{font:13px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;max-width:1000px}
@@ -75,8 +75,12 @@ def trajectory_html(trajectory: "Trajectory", *, style: bool = True, policy_href
     return "".join(parts)
 
 
-def _e(value: Any) -> str:
+def escape_html(value: Any) -> str:
+    """``str(value)`` safe inside an element or a quoted attribute."""
     return escape(str(value), quote=True)
+
+
+_e = escape_html
 
 
 def _verdict(value: Any) -> str:
@@ -117,10 +121,10 @@ def _reward(info: dict[str, Any]) -> str:
              else '<div class="mua-meta">the task names no reward components</div>')
     partial = info.get("partial_credit")
     credit = ""
-    if partial is not None:
-        credit = (f'<div class="mua-meta">partial credit <b>{partial:.2f}</b>: {info.get("rows_reproduced", 0)} of '
-                  f'{info.get("gold_rows_changed", 0)} gold row changes reproduced, '
-                  f'{info.get("extra_rows_changed", 0)} rows changed that gold leaves alone</div>')
+    if partial is not None:  # a results file is shared and may be edited: every figure goes out escaped
+        credit = (f'<div class="mua-meta">partial credit <b>{_e(_figure(partial))}</b>: '
+                  f'{_e(info.get("rows_reproduced", 0))} of {_e(info.get("gold_rows_changed", 0))} gold row changes '
+                  f'reproduced, {_e(info.get("extra_rows_changed", 0))} rows changed that gold leaves alone</div>')
     verdicts = info.get("nl_assertions")
     nl = [f"assertion {i + 1}: {'pass' if v else 'fail'}" for i, v in enumerate(verdicts or [])]
     evidence = (_items("Information the agent never told the user", info.get("communicate_missing") or [])
@@ -129,6 +133,10 @@ def _reward(info: dict[str, Any]) -> str:
                 + _items("Judge's verdicts", nl)
                 + _items("Judge error", [info["judge_error"]] if info.get("judge_error") else []))
     return f'<div class="mua-box"><h4>Reward breakdown</h4>{table}{credit}{evidence}</div>'
+
+
+def _figure(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else str(value)
 
 
 def _value(value: Any) -> str:

@@ -21,13 +21,13 @@ import json
 import os
 import re
 from collections import defaultdict
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mua_gym.evaluation import EpisodeResult, EvalRun, EvalSummary, read_run, tokens_and_cost
-from mua_gym.html_view import STYLE, trajectory_html
-from mua_gym.integrations import MissingTrainerError
+from mua_gym.evaluation import EpisodeResult, EvalRun, EvalSummary, group_by_task, read_run, tokens_and_cost, write_atomic
+from mua_gym.html_view import STYLE, escape_html as _e, trajectory_html
+from mua_gym.extras import require_extra
+from mua_gym.redact import masked
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -60,21 +60,22 @@ border-radius:3px;font-size:12px;font-weight:700}
 
 
 def write_report(folder: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
-    """Writes the report of the run in ``folder`` to ``out`` (default ``<folder>/report.html``); returns its
-    path. Raises FileNotFoundError where the folder holds no run, MissingTrainerError without matplotlib."""
+    """Writes the report of the run in ``folder`` to ``out`` (default ``<folder>/report.html``; a folder given as
+    ``out`` gets a ``report.html``); returns its path. Raises FileNotFoundError where the folder holds no run,
+    ValueError where its files are not a run's, MissingExtraError without matplotlib."""
     target = Path(out) if out is not None else Path(folder) / REPORT
+    if target.is_dir():
+        target = target / REPORT
     page = report_html(read_run(folder))
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(target)  # a reader (a browser refreshing) never sees half a page
+    write_atomic(target, page)  # a browser refreshing never sees half a page
     return target
 
 
 def report_html(run: EvalRun) -> str:
     """The report page of a run read back, as one HTML document."""
     _matplotlib()  # fail before any work, in one line
-    results = _ordered(run)
-    summary = _summary(results)
+    results = run.results
+    summary = run.summary()
     anchors = {r.key: f"ep-{i}" for i, r in enumerate(results)}
     envs = ", ".join(run.config.env_ids)
     title = f"mua-gym eval: {run.config.agent} on {envs}"
@@ -94,29 +95,6 @@ def report_html(run: EvalRun) -> str:
             f"<header><h1>{_e(title)}</h1><nav>{nav}</nav></header><main>{''.join(sections)}</main></body></html>\n")
 
 
-def _e(value: Any) -> str:
-    return escape(str(value), quote=True)
-
-
-def _natural(text: str) -> list[Any]:
-    """A sort key that puts ``task-9`` before ``task-10``."""
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text)]
-
-
-def _ordered(run: EvalRun) -> list[EpisodeResult]:
-    """The run's episodes, one per (env, task, trial) (the last written wins), in env, task and trial order."""
-    latest = {r.key: r for r in run.results}
-    env_rank = {e: i for i, e in enumerate(run.config.env_ids)}
-    return sorted(latest.values(), key=lambda r: (env_rank.get(r.env_id, len(env_rank)), r.env_id,
-                                                  _natural(r.task_id), r.trial))
-
-
-def _summary(results: list[EpisodeResult]) -> EvalSummary:
-    from mua_gym.evaluation import summarise
-
-    return summarise(results, sum(r.wall_s for r in results))
-
-
 def _section(anchor: str, title: str, body: str) -> str:
     return f'<section class="mua-sec" id="{anchor}"><h2>{_e(title)}</h2>{body}</section>'
 
@@ -125,15 +103,8 @@ def _short(env_id: str) -> str:
     return env_id.split("/", 1)[-1]
 
 
-def _tasks(results: list[EpisodeResult]) -> dict[tuple[str, str], list[EpisodeResult]]:
-    tasks: dict[tuple[str, str], list[EpisodeResult]] = {}
-    for r in results:
-        tasks.setdefault((r.env_id, r.task_id), []).append(r)
-    return tasks
-
-
 def _overview(run: EvalRun, results: list[EpisodeResult], summary: EvalSummary) -> str:
-    tasks = _tasks(results)
+    tasks = group_by_task(results)
     short = sum(len(v) < run.config.trials for v in tasks.values())
     planned = ""
     if run.config.task_ids is not None:
@@ -155,7 +126,7 @@ def _overview(run: EvalRun, results: list[EpisodeResult], summary: EvalSummary) 
              ("mean reward", f"{summary.mean_reward:.3f}"), ("episodes", str(summary.episodes)),
              ("tasks", f"{summary.tasks}"), ("trials", str(run.config.trials)),
              ("agent / user errors", f"{summary.agent_errors} / {summary.user_errors}"),
-             ("tokens", f"{tokens:,.0f}"), ("cost (USD)", f"{cost:.4f}"), ("episode time (s)", f"{summary.wall_s:.1f}")]
+             ("tokens", f"{tokens:,.0f}"), ("cost (USD)", f"{cost:.4f}"), ("episode time (s)", f"{summary.episode_s:.1f}")]
     body = "".join(f'<div class="mua-card"><b>{_e(v)}</b><span>{_e(k)}</span></div>' for k, v in cards)
     text = (f"<p>{summary.episodes} episodes over {summary.tasks} tasks{_e(planned)} &times; "
             f"{run.config.trials} trials; agent <code>{_e(run.config.agent)}</code>, user "
@@ -183,12 +154,8 @@ def _pass_table(summary: EvalSummary) -> str:
 
 
 def _matplotlib() -> Any:
-    try:
-        import matplotlib
-        from matplotlib.figure import Figure  # noqa: F401  (the figure class the plots are drawn on)
-    except ImportError as exc:
-        raise MissingTrainerError(f"mua-gym report needs matplotlib ({exc}): pip install \"mua_gym[report]\"") from None
-    return matplotlib
+    require_extra("matplotlib.figure", "report", "mua-gym report")  # the figure class the plots are drawn on
+    return require_extra("matplotlib", "report", "mua-gym report")
 
 
 def _figure(width: float, height: float) -> "Figure":
@@ -258,7 +225,7 @@ def _categories(summary: EvalSummary) -> str:
 
 
 def _matrix(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[str, str, int], str]) -> str:
-    tasks = _tasks(results)
+    tasks = group_by_task(results)
     if not tasks:
         return _section("matrix", "Tasks x trials", "<p>No episodes yet.</p>")
     trials = max(run.config.trials, max(r.trial for r in results) + 1)
@@ -408,20 +375,9 @@ def _policies(run: EvalRun) -> str:
     return _section("policies", "Policies and tools (the system message of every episode)", "".join(parts))
 
 
-def _masked(value: Any) -> Any:
-    """``value`` with the value of every credential-named key (``api_key``, ``token``, ...) at any depth hidden."""
-    from mua_gym.redact import PLACEHOLDER, is_secret_name
-
-    if isinstance(value, dict):
-        return {k: PLACEHOLDER if is_secret_name(str(k)) and v is not None else _masked(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v) for v in value]
-    return value
-
-
 def _config(run: EvalRun) -> str:
     redact = _redactor(run)  # a page gets shared: no key the run was given shows, nor a URL's credentials
-    config = _masked(run.config.model_dump(mode="json"))
+    config = masked(run.config.model_dump(mode="json"))
     rows = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(redact(json.dumps(v, sort_keys=True)))}</code></td></tr>"
                    for k, v in config.items())
     versions = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(v)}</code></td></tr>"

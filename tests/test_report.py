@@ -158,6 +158,10 @@ def test_the_episode_view_escapes_everything_and_marks_what_the_agent_never_saw(
     assert "not judged" in html and "fail" in html and "Expected actions never called" in html
     assert "Judge error" in html and "matches gold" not in html
     assert trajectory._repr_html_() == html
+    # a results file is shared and may be edited: its figures are escaped too, and a non-number is no crash
+    edited = trajectory.model_copy(update={"reward_info": {**trajectory.reward_info, "rows_reproduced": SCRIPT,
+                                                           "gold_rows_changed": SCRIPT, "partial_credit": SCRIPT}})
+    assert "<script" not in trajectory_html(edited)
     linked = trajectory_html(trajectory, style=False, policy_href="#policy-x")
     assert "<style>" not in linked and 'href="#policy-x"' in linked and "policy &lt;script" not in linked
 
@@ -226,13 +230,14 @@ def test_the_same_folder_gives_the_same_bytes(mixed, tmp_path):
 
 
 def test_without_matplotlib_the_report_says_which_extra_in_one_line(mixed, monkeypatch):
-    from mua_gym.integrations import MissingTrainerError
+    from mua_gym.extras import MissingExtraError
 
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(MissingTrainerError) as error:
+    with pytest.raises(MissingExtraError) as error:
         write_report(mixed)
+    assert str(error.value).startswith("mua-gym report needs matplotlib")
     assert 'pip install "mua_gym[report]"' in str(error.value) and "\n" not in str(error.value)
 
 

@@ -19,25 +19,21 @@ OpenPipe ART    :mod:`mua_gym.integrations.art`             ``art``
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any
+
+from mua_gym.extras import MissingExtraError, require_extra
 
 __all__ = ["MissingTrainerError", "plain_config", "require"]
 
 
-class MissingTrainerError(ImportError):
+class MissingTrainerError(MissingExtraError):
     """A trainer adapter was used without its trainer installed; the message names the pip extra."""
 
 
 def require(module: str, extra: str) -> ModuleType:
     """Imports ``module`` for the adapter of ``extra``, or raises :class:`MissingTrainerError` in one line."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingTrainerError(
-            f"mua_gym.integrations.{extra} needs {module.split('.')[0]} ({exc}): pip install \"mua_gym[{extra}]\""
-        ) from None
+    return require_extra(module, extra, f"mua_gym.integrations.{extra}", MissingTrainerError)
 
 
 def plain_config(value: Any) -> dict[str, Any]:
