@@ -210,26 +210,41 @@ def _eval(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     bar = tqdm(total=None, unit="episode", desc="eval", dynamic_ncols=True, disable=args.quiet)
-    played = passed = errors = 0
+    played = passed = errors = resumed = 0
     tokens = cost = 0.0
 
-    def on_episode(result: Any, done: int, total: int) -> None:  # done and total count a resumed run's too
+    def count(result: Any) -> None:
         nonlocal played, passed, errors, tokens, cost
         played, passed, errors = played + 1, passed + result.success, errors + (result.error is not None)
         episode_tokens, episode_cost = tokens_and_cost(result.usage)
         tokens, cost = tokens + episode_tokens, cost + episode_cost
+
+    def show(done: int, total: int) -> None:
         bar.total, bar.n = total, done
-        bar.set_postfix_str(f"pass {passed / played:.2f}, errors {errors}, tokens {_count(tokens)}, "
-                            f"${cost:.4f}", refresh=False)
+        rate = f"pass {passed / played:.2f}" if played else "pass -"
+        bar.set_postfix_str(f"{rate}, errors {errors}, tokens {_count(tokens)}, ${cost:.4f}", refresh=False)
         bar.refresh()
 
+    def on_start(held: list[Any], total: int) -> None:  # a resumed run's bar starts where the folder stands
+        nonlocal resumed
+        resumed = len(held)
+        for result in held:
+            count(result)
+        show(len(held), total)
+
+    def on_episode(result: Any, done: int, total: int) -> None:
+        count(result)
+        show(done, total)
+
     try:
-        summary = asyncio.run(aevaluate(config, args.out, on_episode))
+        summary = asyncio.run(aevaluate(config, args.out, on_episode, on_start))
     except (KeyError, ValueError) as exc:  # an unknown task id, an empty split, a folder of another run
         raise UsageError(redact(one_line(exc))) from None
+    except OSError as exc:  # --out is a file, or cannot be written
+        raise UsageError(redact(f"cannot write the results to {args.out}: {one_line(exc)}")) from None
     except KeyboardInterrupt:  # every finished episode is on disk already; the running ones are dropped
         bar.close()
-        where = f"; rerun the same command to finish it ({args.out} keeps the {bar.n} episodes done)" \
+        where = f"; rerun the same command to finish it ({args.out} keeps the {played} episodes done)" \
             if args.out else " (no --out: nothing was kept)"
         say(f"mua-gym: interrupted{where}", sys.stderr)
         return 130
@@ -240,7 +255,8 @@ def _eval(args: argparse.Namespace) -> int:
         f"mean reward {summary.mean_reward:.3f}, {summary.mean_turns:.1f} turns, "
         f"{summary.agent_errors} agent and {summary.user_errors} user errors, "
         f"{_count(tokens_and_cost(summary.usage)[0])} tokens, ${tokens_and_cost(summary.usage)[1]:.4f}, "
-        f"{summary.wall_s:.1f} s")
+        f"{summary.wall_s:.1f} s" + (f" (this session; {summary.episode_s:.1f} s of episodes in all)"
+                                     if resumed else ""))
     for env_id, table in summary.by_env.items():
         if len(summary.by_env) > 1:
             say(f"  {env_id}: " + ", ".join(f"pass^{k} {v:.3f}" for k, v in table.items()))
@@ -255,12 +271,12 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """Writes a run folder's HTML report; prints its path."""
-    from mua_gym.integrations import MissingTrainerError
+    from mua_gym.extras import MissingExtraError
     from mua_gym.report import write_report
 
     try:
         path = write_report(args.folder, args.out)
-    except (FileNotFoundError, MissingTrainerError) as exc:
+    except (OSError, ValueError, MissingExtraError) as exc:  # no run there, a file not a run's, an unwritable --out
         raise UsageError(one_line(exc)) from None
     print(path)
     return 0
@@ -273,7 +289,7 @@ def _compare(args: argparse.Namespace) -> int:
     try:
         comparison = compare_runs(args.run_a, args.run_b, resamples=args.resamples, seed=args.seed,
                                   confidence=args.confidence)
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # no run there, a file not a run's, no task in common
         raise UsageError(one_line(exc)) from None
     print(comparison.model_dump_json(indent=1) if args.json else format_comparison(comparison))
     return 0
@@ -285,7 +301,7 @@ def _export(args: argparse.Namespace) -> int:
 
     try:
         written = export_sft(args.folder, args.out, min_reward=args.min_reward)
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # no run there, a file not a run's, an unwritable --out
         raise UsageError(one_line(exc)) from None
     print(f"{written} episodes written to {args.out}")
     return 0
