@@ -12,11 +12,15 @@ observation; a message without tool calls goes to the user simulator and its rep
 
 ``step(action) -> (observation, reward, terminated, truncated, info)``
     ``action``: see :mod:`mua_gym.parsing`. ``observation``: the new tool or user messages.
-    ``reward``: 0.0 except on the terminal step of a terminated episode. ``terminated``: the user sent
-    a stop token, or the agent called a terminal tool. ``truncated``: ``max_turns`` agent turns,
-    ``max_tool_errors`` errors, or a user-simulator failure. ``info``: ``turn``, ``tool_calls``,
+    ``reward``: 0.0 except on the terminal step of a terminated episode, where the env's reward mode pays
+    (``reward=``: see :mod:`mua_gym.reward`; by default ``"task"``, the binary task reward). ``terminated``:
+    the user sent a stop token, or the agent called a terminal tool. ``truncated``: ``max_turns`` agent
+    turns, ``max_tool_errors`` errors, or a user-simulator failure. ``info``: ``turn``, ``tool_calls``,
     ``tool_errors``, ``termination_reason`` (and ``reward_info`` on the terminal step; ``error`` when
-    the action itself could not be read).
+    the action itself could not be read). ``reward_info``: the reward's evidence (:class:`RewardInfo`) and
+    its shaping (:class:`mua_gym.reward.ShapedReward`): ``reward_mode``, ``task_reward`` (the binary task
+    reward: judge success on it, whatever the mode), ``shaped_reward`` (the step's reward), ``base_reward``
+    and each shaping term's inputs. A truncated episode earns 0.0 in every mode and has no ``reward_info``.
 
 Nothing an agent sends makes ``step`` raise.
 """
@@ -24,7 +28,7 @@ Nothing an agent sends makes ``step`` raise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -37,7 +41,9 @@ from mua_gym.jsonsafe import clean_text
 from mua_gym.parsing import (
     MALFORMED, ActionError, Parser, clean_call, get_parser, malformed_reason, to_assistant_message,
 )
-from mua_gym.reward import Judge, RewardInfo, evaluate, judge_nl_assertions, needs_judge, prepare_task
+from mua_gym.reward import (
+    Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, prepare_task, reward_mode, shape,
+)
 from mua_gym.task import Task
 from mua_gym.tools import ToolResult
 from mua_gym.trajectory import Trajectory, TrajectoryEntry
@@ -90,7 +96,7 @@ class AsyncMuaEnv:
         tasks: list[Task] | None = None,
         max_turns: int = 30,
         max_tool_errors: int = 10,
-        reward: Literal["task", "partial"] = "task",
+        reward: str | RewardMode = "task",
         parser: str | Parser = "auto",
         judge: Judge | str | None = None,
         judge_kwargs: dict[str, Any] | None = None,
@@ -109,11 +115,9 @@ class AsyncMuaEnv:
         self._tasks = tasks
         if max_turns < 1 or max_tool_errors < 1:
             raise ValueError("max_turns and max_tool_errors must be at least 1")
-        if reward not in ("task", "partial"):
-            raise ValueError("reward must be 'task' (the task's reward basis) or 'partial' (partial DB credit)")
         self.max_turns = max_turns
         self.max_tool_errors = max_tool_errors
-        self.reward_mode = reward
+        self.reward_mode: RewardMode = reward_mode(reward)
         self.parser = get_parser(parser)
         if isinstance(judge, str):
             from mua_gym.judge import make_judge
@@ -386,10 +390,19 @@ class AsyncMuaEnv:
     def _score(self) -> float:
         assert self.world is not None and self.task is not None
         if self._reward_info is None:
-            info = evaluate(self.domain, self.task, self.world, self.messages())
-            self._reward_info = info.model_dump(mode="json")
-            self._reward = info.partial_credit if self.reward_mode == "partial" else info.reward
+            self._shape(evaluate(self.domain, self.task, self.world, self.messages()))
         return float(self._reward or 0.0)
+
+    def _shape(self, info: RewardInfo) -> float:
+        """Records ``info`` and the reward mode's shaping of it as ``reward_info``; returns the shaped reward."""
+        assert self.task is not None
+        gold_calls = sum(a.requestor == "assistant" for a in self.task.gold_actions)
+        shaped = shape(self.reward_mode, info, calls=self._tool_calls, invalid_calls=self._tool_errors,
+                       gold_calls=gold_calls)
+        self._reward_info = info.model_dump(mode="json")
+        self._reward_info.update(shaped.model_dump(mode="json"))
+        self._reward = shaped.shaped_reward
+        return shaped.shaped_reward
 
     async def _judge(self) -> float:
         assert self.task is not None and self.judge is not None and self._reward_info is not None
@@ -400,13 +413,11 @@ class AsyncMuaEnv:
             components = dict(info.components)
             components["NL_ASSERTION"] = 0.0
             info = info.model_copy(update={"components": components, "reward": 0.0})
-            self._reward_info = info.model_dump(mode="json")
+            reward = self._shape(info)
+            assert self._reward_info is not None
             self._reward_info["judge_error"] = f"{type(exc).__name__}: {exc}"
-            self._reward = 0.0 if self.reward_mode == "task" else info.partial_credit
-            return float(self._reward)
-        self._reward_info = info.model_dump(mode="json")
-        self._reward = info.partial_credit if self.reward_mode == "partial" else info.reward
-        return float(self._reward)
+            return reward
+        return self._shape(info)  # shaping applies on top of the judged task reward
 
     def _add_usage(self, reply: UserReply) -> None:
         for key, value in reply.usage.items():

@@ -8,12 +8,33 @@
 
 The gold world is computed once per task (:func:`prepare_task`), so every rollout of a task after the
 first pays only for comparing the rows it changed.
+
+Reward modes (:func:`reward_mode`, :func:`shape`): what the env pays, named by one base and any shaping terms
+joined with ``+`` (``"task"``, ``"partial+validity+efficiency"``; without a base, ``"task"``):
+
+- ``task`` (the default): the binary task reward above.
+- ``partial``: a success earns 1.0; a failure earns ``PARTIAL_FAILURE_SCALE`` x its partial DB credit
+  ((gold rows reproduced - extra rows changed) / rows gold changes), so no failure is paid like a success.
+  A dual-control user's own rows are not the agent's credit (a blind agent that asks the user to do every
+  fix would be paid for them), and a task whose gold changes no other row has no credit to give: 0.
+- ``validity``: ``INVALID_CALL_PENALTY`` off for each agent call that was malformed or ran with an error (and
+  each unreadable action). Only a penalty: a bonus for valid calls would pay a policy for spamming read-only
+  lookups. The shaped reward is floored at 0, because a truncated episode earns 0 and a negative reward for
+  finishing would teach a policy to run out the clock (``max_turns``, ``max_tool_errors``) instead. So it
+  lowers only what earns something: a success, or with ``partial`` a half-done task.
+- ``efficiency``: the base times ``min(1, budget / calls)``, floored at ``EFFICIENCY_FLOOR``; ``budget`` is
+  ``BUDGET_PER_GOLD_CALL`` x the task's gold agent calls (at least one): a budget scaled to the gold length,
+  PROVE-style. A factor of at most 1 on the base: it scales a success down and never pays a failure.
+
+Shaped reward = ``max(0, base x efficiency factor - validity penalty)``. Without ``validity`` a success always
+earns at least what any failure earns. Success is judged on ``task_reward`` (the binary task reward), never on
+the shaped one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Literal, Protocol, Sequence
 
 from pydantic import BaseModel
 
@@ -26,7 +47,10 @@ from mua_gym.world import ChangeSet, Delta, Key, Memory, Row, TableDiff, World, 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
 
-__all__ = ["Judge", "PreparedTask", "RewardInfo", "evaluate", "judge_nl_assertions", "needs_judge", "prepare_task"]
+__all__ = ["BUDGET_PER_GOLD_CALL", "EFFICIENCY_FLOOR", "EfficiencyTerm", "INVALID_CALL_PENALTY", "Judge",
+           "PARTIAL_FAILURE_SCALE", "PreparedTask", "REWARD_BASES", "REWARD_TERMS", "RewardInfo", "RewardMode",
+           "ShapedReward", "ValidityTerm", "evaluate", "judge_nl_assertions", "needs_judge", "prepare_task",
+           "reward_mode", "shape"]
 
 
 class Judge(Protocol):
@@ -48,11 +72,15 @@ class PreparedTask:
     gold_hash: str
     gold_changes: ChangeSet
     gold_results: tuple[ToolResult, ...]
-    #: Rows the gold actions change (from the start state): the partial credit's denominator.
+    #: Rows the gold actions change (from the start state), a dual-control user's own rows left out: the partial
+    #: credit's denominator.
     gold_rows_changed: int = 0
     #: Whether an agent that did and said nothing would be paid (a task needing no write, scored on the world
     #: alone: some of TAU2's). Generated tasks never are; a rollout a trainer cuts short is then not scored.
     blind_paid: bool = False
+    #: (table, key) of the rows the user's own gold actions change (dual control): no partial credit of the
+    #: agent's, since a blind agent that only asks the user to do things would be paid for them.
+    user_rows: frozenset[tuple[str, Key]] = frozenset()
 
 
 def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
@@ -72,14 +100,32 @@ def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
         start, start_memory = world.delta(), world.memory()
         start_changes = world.changes()
         start_hash, assertions_hold = world.state_hash(), _assertions_hold(domain, task, world)
-        results = tuple(world.call_tool(a.name, a.arguments, a.requestor) for a in task.gold_actions)
+        results, user_rows = _replay_gold(world, task)
         gold_changes = world.changes()
         gold_hash = world.state_hash()
-        prepared = PreparedTask(image, start, start_memory, start_changes, gold_hash, gold_changes,
-                                results, _compare(image, start_changes, gold_changes, gold_changes)[1],
-                                _blind_paid(task, start_hash == gold_hash, assertions_hold))
+        prepared = PreparedTask(image, start, start_memory, start_changes, gold_hash, gold_changes, results,
+                                _compare(image, start_changes, gold_changes, gold_changes, user_rows)[1],
+                                _blind_paid(task, start_hash == gold_hash, assertions_hold), user_rows)
     task._prepared = prepared
     return prepared
+
+
+def _replay_gold(world: World, task: Task) -> tuple[tuple[ToolResult, ...], frozenset[tuple[str, Key]]]:
+    """Runs the gold actions on ``world``: their results, and the rows the user's own actions changed."""
+    results, user_rows = [], set()
+    for action in task.gold_actions:
+        before = world.changes() if action.requestor == "user" else None
+        results.append(world.call_tool(action.name, action.arguments, action.requestor))
+        if before is not None:
+            after = world.changes()
+            for table in set(before) | set(after):
+                old, new = before.get(table, {}), after.get(table, {})
+                user_rows.update((table, key) for key in set(old) | set(new)
+                                 if old.get(key, _ABSENT) != new.get(key, _ABSENT))
+    return tuple(results), frozenset(user_rows)
+
+
+_ABSENT = object()
 
 
 def _assertions_hold(domain: "Domain", task: Task, world: World) -> bool:
@@ -108,8 +154,11 @@ def _blind_paid(task: Task, start_is_gold: bool, assertions_hold: bool) -> bool:
 class RewardInfo(BaseModel):
     """Every component of the reward, with the evidence behind it."""
 
+    #: The binary task reward: the product of the components.
     reward: float
     components: dict[str, float | None]
+    #: ``max(0, (rows_reproduced - extra_rows_changed) / gold_rows_changed)``; with no gold row, 1.0 unless an
+    #: extra row changed. A dual-control user's own rows count in neither (see :attr:`PreparedTask.user_rows`).
     partial_credit: float
     #: What would turn the final world into the gold one: ``inserted`` rows are missing, ``deleted``
     #: rows are extra, ``updated`` rows hold wrong values (``before``: the final world, ``after``: gold).
@@ -135,11 +184,11 @@ def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> tuple[WorldDiff,
     """(what turns the final world into gold, rows gold changed, of those the rows reproduced, extra rows)."""
     if final == prepared.gold_changes:  # the gold world exactly (what a solved episode ends in)
         return WorldDiff(), prepared.gold_rows_changed, prepared.gold_rows_changed, 0
-    return _compare(prepared.image, prepared.start_changes, prepared.gold_changes, final)
+    return _compare(prepared.image, prepared.start_changes, prepared.gold_changes, final, prepared.user_rows)
 
 
-def _compare(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: ChangeSet
-             ) -> tuple[WorldDiff, int, int, int]:
+def _compare(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: ChangeSet,
+             user_rows: frozenset[tuple[str, Key]] = frozenset()) -> tuple[WorldDiff, int, int, int]:
     tables: dict[str, TableDiff] = {}
     gold_changed = reproduced = extra = 0
     for table in sorted(set(final) | set(gold) | set(start)):
@@ -153,6 +202,8 @@ def _compare(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: Change
                 if td is None:
                     td = tables[table] = TableDiff()
                 diff_rows(image.tables[table], key, mine, wanted, td)
+            if user_rows and (table, key) in user_rows:  # the user's to change: diffed, never the agent's credit
+                continue
             if wanted != initial:
                 gold_changed += 1
                 reproduced += mine == wanted
@@ -262,3 +313,112 @@ async def judge_nl_assertions(info: RewardInfo, task: Task, judge: Judge,
     components["NL_ASSERTION"] = 1.0 if len(verdicts) == len(task.evaluation.nl_assertions) and all(verdicts) else 0.0
     return info.model_copy(update={"components": components, "nl_assertions": verdicts,
                                    "reward": _product(components)})
+
+
+# -- reward modes ---------------------------------------------------------------------------------------
+
+REWARD_BASES = ("task", "partial")
+REWARD_TERMS = ("validity", "efficiency")
+#: What a failed episode's partial DB credit is worth in ``partial`` mode (a success earns 1.0).
+PARTIAL_FAILURE_SCALE = 0.5
+#: What ``validity`` takes off per malformed or erroring agent call (and per unreadable action).
+INVALID_CALL_PENALTY = 0.1
+#: ``efficiency``'s call budget per gold agent call: room for one lookup or retry beside each.
+BUDGET_PER_GOLD_CALL = 2
+#: The lowest ``efficiency`` factor: an over-budget success still earns at least any ``partial`` failure.
+EFFICIENCY_FLOOR = 0.5
+
+
+@dataclass(frozen=True)
+class RewardMode:
+    """A parsed reward mode: its base and which shaping terms are on."""
+
+    base: Literal["task", "partial"] = "task"
+    validity: bool = False
+    efficiency: bool = False
+
+    @property
+    def name(self) -> str:
+        """The canonical name: the base, then the terms on, in ``REWARD_TERMS`` order, joined by ``+``."""
+        return "+".join([self.base] + [t for t in REWARD_TERMS if getattr(self, t)])
+
+
+def reward_mode(spec: "str | RewardMode") -> RewardMode:
+    """Parses ``"base+term+..."`` (any order, each name once, at most one base; no base means ``task``).
+
+    Returns the :class:`RewardMode`; raises ValueError naming the valid modes for anything else.
+    """
+    if isinstance(spec, RewardMode):
+        return spec
+    names = [n.strip() for n in spec.split("+")] if isinstance(spec, str) else [repr(spec)]
+    valid = set(REWARD_BASES) | set(REWARD_TERMS)
+    bases = [n for n in names if n in REWARD_BASES]
+    if not names or any(n not in valid for n in names) or len(set(names)) < len(names) or len(bases) > 1:
+        raise ValueError(f"unknown reward mode {spec!r}: one base of {', '.join(REWARD_BASES)} (default task) and any "
+                         f"of {', '.join(REWARD_TERMS)}, joined by '+', e.g. 'partial+validity+efficiency'")
+    return RewardMode(bases[0] if bases else "task", "validity" in names, "efficiency" in names)  # type: ignore[arg-type]
+
+
+class ValidityTerm(BaseModel):
+    """``validity``'s inputs and value."""
+
+    #: The agent's tool calls (malformed ones included).
+    calls: int
+    #: Calls that were malformed or ran with an error, plus actions that could not be read at all.
+    invalid_calls: int
+    #: What is taken off the reward: ``INVALID_CALL_PENALTY`` x ``invalid_calls``.
+    penalty: float
+
+
+class EfficiencyTerm(BaseModel):
+    """``efficiency``'s inputs and value."""
+
+    calls: int
+    #: The task's gold actions the agent itself makes (a dual-control user's own are left out).
+    gold_calls: int
+    #: ``BUDGET_PER_GOLD_CALL`` x ``max(gold_calls, 1)``.
+    budget: int
+    #: What the base is multiplied by: ``max(EFFICIENCY_FLOOR, min(1, budget / calls))``.
+    factor: float
+
+
+class ShapedReward(BaseModel):
+    """What :func:`shape` adds to an episode's ``reward_info``."""
+
+    #: The canonical mode name (:attr:`RewardMode.name`).
+    reward_mode: str
+    #: The binary task reward (:attr:`RewardInfo.reward`): what success is judged on, whatever the mode.
+    task_reward: float
+    #: The reward the env pays: ``max(0, base x efficiency factor - validity penalty)``.
+    shaped_reward: float
+    #: The base's value: ``task_reward``, or in ``partial`` mode 1.0 or the scaled partial credit of a failure.
+    base_reward: float
+    #: The terms the mode turns on, with their inputs; ``None`` where off.
+    validity: ValidityTerm | None = None
+    efficiency: EfficiencyTerm | None = None
+
+
+def shape(mode: RewardMode, info: RewardInfo, *, calls: int, invalid_calls: int, gold_calls: int) -> ShapedReward:
+    """The reward ``mode`` pays for a scored episode (see the module docstring), with every term's inputs.
+
+    ``calls``: the agent's tool calls; ``invalid_calls``: those that failed, plus unreadable actions;
+    ``gold_calls``: the agent's gold actions.
+    """
+    task_reward = float(info.reward)
+    base = task_reward
+    if mode.base == "partial" and task_reward < 1.0:
+        base = PARTIAL_FAILURE_SCALE * info.partial_credit if info.gold_rows_changed else 0.0
+    shaped = base
+    efficiency: EfficiencyTerm | None = None
+    validity: ValidityTerm | None = None
+    if mode.efficiency:
+        budget = BUDGET_PER_GOLD_CALL * max(gold_calls, 1)
+        factor = max(EFFICIENCY_FLOOR, min(1.0, budget / calls)) if calls else 1.0
+        efficiency = EfficiencyTerm(calls=calls, gold_calls=gold_calls, budget=budget, factor=factor)
+        shaped *= factor
+    if mode.validity:
+        penalty = INVALID_CALL_PENALTY * invalid_calls
+        validity = ValidityTerm(calls=calls, invalid_calls=invalid_calls, penalty=penalty)
+        shaped = max(0.0, shaped - penalty)
+    return ShapedReward(reward_mode=mode.name, task_reward=task_reward, shaped_reward=shaped, base_reward=base,
+                        validity=validity, efficiency=efficiency)

@@ -51,6 +51,22 @@ class Trajectory(BaseModel):
     usage: dict[str, Any] = {}
 
     @property
+    def task_reward(self) -> float | None:
+        """The binary task reward, whatever reward mode shaped ``reward``: what success is judged on.
+
+        ``None`` while the episode has no reward yet; 0.0 for a truncated one; else ``reward_info["task_reward"]``
+        (``reward_info["reward"]`` in records made before reward modes, the same value; ``reward`` in a record
+        without ``reward_info``).
+        """
+        if self.reward is None:
+            return None
+        if self.truncated:
+            return 0.0
+        if not self.reward_info:
+            return float(self.reward)
+        return float(self.reward_info.get("task_reward", self.reward_info.get("reward", 0.0)))
+
+    @property
     def messages(self) -> list[Any]:
         return [e.message for e in self.entries]
 
