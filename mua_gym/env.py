@@ -396,9 +396,10 @@ class AsyncMuaEnv:
     def _shape(self, info: RewardInfo) -> float:
         """Records ``info`` and the reward mode's shaping of it as ``reward_info``; returns the shaped reward."""
         assert self.task is not None
-        gold_calls = sum(a.requestor == "assistant" for a in self.task.gold_actions)
+        gold = [(a, r) for a, r in zip(self.task.gold_actions, prepare_task(self.domain, self.task).gold_results)
+                if a.requestor == "assistant"]
         shaped = shape(self.reward_mode, info, calls=self._tool_calls, invalid_calls=self._tool_errors,
-                       gold_calls=gold_calls)
+                       gold_calls=len(gold), gold_invalid_calls=sum(bool(r.error) for _, r in gold))
         self._reward_info = info.model_dump(mode="json")
         self._reward_info.update(shaped.model_dump(mode="json"))
         self._reward = shaped.shaped_reward

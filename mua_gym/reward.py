@@ -18,10 +18,11 @@ joined with ``+`` (``"task"``, ``"partial+validity+efficiency"``; without a base
   A dual-control user's own rows are not the agent's credit (a blind agent that asks the user to do every
   fix would be paid for them), and a task whose gold changes no other row has no credit to give: 0.
 - ``validity``: ``INVALID_CALL_PENALTY`` off for each agent call that was malformed or ran with an error (and
-  each unreadable action). Only a penalty: a bonus for valid calls would pay a policy for spamming read-only
-  lookups. The shaped reward is floored at 0, because a truncated episode earns 0 and a negative reward for
-  finishing would teach a policy to run out the clock (``max_turns``, ``max_tool_errors``) instead. So it
-  lowers only what earns something: a success, or with ``partial`` a half-done task.
+  each unreadable action), beyond as many as the gold itself makes (some TAU2 gold calls fail). Only a
+  penalty: a bonus for valid calls would pay a policy for spamming read-only lookups. The shaped reward is
+  floored at 0, because a truncated episode earns 0 and a negative reward for finishing would teach a policy
+  to run out the clock (``max_turns``, ``max_tool_errors``) instead. So it lowers only what earns something:
+  a success, or with ``partial`` a half-done task.
 - ``efficiency``: the base times ``min(1, budget / calls)``, floored at ``EFFICIENCY_FLOOR``; ``budget`` is
   ``BUDGET_PER_GOLD_CALL`` x the task's gold agent calls (at least one): a budget scaled to the gold length,
   PROVE-style. A factor of at most 1 on the base: it scales a success down and never pays a failure.
@@ -366,7 +367,9 @@ class ValidityTerm(BaseModel):
     calls: int
     #: Calls that were malformed or ran with an error, plus actions that could not be read at all.
     invalid_calls: int
-    #: What is taken off the reward: ``INVALID_CALL_PENALTY`` x ``invalid_calls``.
+    #: The gold's own agent calls that fail: that many invalid calls cost nothing.
+    allowed: int = 0
+    #: What is taken off the reward: ``INVALID_CALL_PENALTY`` x ``max(0, invalid_calls - allowed)``.
     penalty: float
 
 
@@ -398,11 +401,12 @@ class ShapedReward(BaseModel):
     efficiency: EfficiencyTerm | None = None
 
 
-def shape(mode: RewardMode, info: RewardInfo, *, calls: int, invalid_calls: int, gold_calls: int) -> ShapedReward:
+def shape(mode: RewardMode, info: RewardInfo, *, calls: int, invalid_calls: int, gold_calls: int,
+          gold_invalid_calls: int = 0) -> ShapedReward:
     """The reward ``mode`` pays for a scored episode (see the module docstring), with every term's inputs.
 
     ``calls``: the agent's tool calls; ``invalid_calls``: those that failed, plus unreadable actions;
-    ``gold_calls``: the agent's gold actions.
+    ``gold_calls``: the agent's gold actions; ``gold_invalid_calls``: those of them that fail.
     """
     task_reward = float(info.reward)
     base = task_reward
@@ -417,8 +421,8 @@ def shape(mode: RewardMode, info: RewardInfo, *, calls: int, invalid_calls: int,
         efficiency = EfficiencyTerm(calls=calls, gold_calls=gold_calls, budget=budget, factor=factor)
         shaped *= factor
     if mode.validity:
-        penalty = INVALID_CALL_PENALTY * invalid_calls
-        validity = ValidityTerm(calls=calls, invalid_calls=invalid_calls, penalty=penalty)
+        penalty = INVALID_CALL_PENALTY * max(0, invalid_calls - gold_invalid_calls)
+        validity = ValidityTerm(calls=calls, invalid_calls=invalid_calls, allowed=gold_invalid_calls, penalty=penalty)
         shaped = max(0.0, shaped - penalty)
     return ShapedReward(reward_mode=mode.name, task_reward=task_reward, shaped_reward=shaped, base_reward=base,
                         validity=validity, efficiency=efficiency)

@@ -200,7 +200,8 @@ def test_partial_with_validity_on_a_half_done_task():
     assert ri["task_reward"] == 0.0 and ri["gold_rows_changed"] == 4 and ri["rows_reproduced"] == 1
     assert ri["partial_credit"] == pytest.approx(0.25)
     assert results["partial"][0] == pytest.approx(PARTIAL_FAILURE_SCALE * 0.25) == ri["base_reward"]
-    assert ri["validity"] == {"calls": 2, "invalid_calls": 1, "penalty": pytest.approx(INVALID_CALL_PENALTY)}
+    penalty = pytest.approx(INVALID_CALL_PENALTY)
+    assert ri["validity"] == {"calls": 2, "invalid_calls": 1, "allowed": 0, "penalty": penalty}
     assert results["partial+validity"][0] == pytest.approx(PARTIAL_FAILURE_SCALE * 0.25 - INVALID_CALL_PENALTY)
     assert results["task"][0] == results["task+validity"][0] == 0.0  # floored: a failure never goes below 0
     # The same half without the error: validity takes nothing off.
@@ -226,7 +227,8 @@ def test_reward_info_records_the_mode_the_task_reward_and_each_terms_inputs():
     gold_calls = sum(a.requestor == "assistant" for a in task.gold_actions)
     assert ri["reward_mode"] == "partial+validity+efficiency"
     assert ri["task_reward"] == ri["base_reward"] == 1.0 and ri["shaped_reward"] == reward
-    assert ri["validity"] == {"calls": info["tool_calls"], "invalid_calls": info["tool_errors"], "penalty": 0.0}
+    assert ri["validity"] == {"calls": info["tool_calls"], "invalid_calls": info["tool_errors"], "allowed": 0,
+                              "penalty": 0.0}
     assert ri["efficiency"] == {"calls": info["tool_calls"], "gold_calls": gold_calls,
                                 "budget": BUDGET_PER_GOLD_CALL * gold_calls, "factor": 1.0}
     trajectory = env.core.trajectory()
@@ -324,3 +326,16 @@ def test_same_seed_same_shaped_reward():
 
     first, second = episode(), episode()
     assert first == second and any(info["shaped_reward"] > 0 for info in first)
+
+
+def test_the_oracle_earns_one_in_every_mode_where_the_gold_itself_makes_a_failing_call():
+    """Some TAU2 gold calls fail (a lookup the gold expects to miss): validity lets the gold's own errors go."""
+    pytest.importorskip("tau2")
+    env = MuaEnv("retail", world="tau2", split="test")
+    tasks = [t for t in env.core.tasks("test") if any(r.error for r in prepare_task(env.domain, t).gold_results)]
+    assert tasks
+    for mode in ALL_MODES:
+        shaped = MuaEnv("retail", world="tau2", split="test", reward=mode)
+        for task in tasks:
+            reward, _, _, info = run_oracle(shaped, task)
+            assert reward == info["reward_info"]["task_reward"] == 1.0, (mode, task.id, info["reward_info"])
