@@ -84,8 +84,11 @@ class EpisodeResult(BaseModel):
     category: str | None = None
     trial: int
     seed: int
+    #: The binary task reward (what success and pass^k are judged on), whatever reward mode the env shaped with.
     reward: float
     success: bool
+    #: The reward the env's steps paid (its reward mode's; equal to ``reward`` in the default ``task`` mode).
+    shaped_reward: float | None = None
     terminated: bool
     truncated: bool
     termination_reason: str | None
@@ -336,12 +339,12 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
         await env.finish()  # ends a void episode truncated (user_error) at 0.0
         error_kind, error = "user", one_line(str(info["user_error"]))
     trajectory = env.trajectory()
-    reward = float(trajectory.reward or 0.0)
+    reward = float(trajectory.task_reward or 0.0)  # success is the binary task reward, whatever shaped the steps'
     record = trajectory.model_dump(mode="json", exclude={"tools"})
     record["entries"] = record["entries"][1:]  # the system policy: in run.json, once
     return EpisodeResult(
         env_id=env_id, task_id=task.id, category=task.category, trial=trial, seed=seed, reward=reward,
-        success=is_success(reward),
+        success=is_success(reward), shaped_reward=float(trajectory.reward or 0.0),
         terminated=trajectory.terminated, truncated=trajectory.truncated,
         termination_reason=trajectory.termination_reason, turns=trajectory.turns, tool_calls=trajectory.tool_calls,
         tool_errors=trajectory.tool_errors, components=dict((trajectory.reward_info or {}).get("components") or {}),

@@ -273,3 +273,22 @@ def test_files_that_are_not_a_runs_give_one_line_errors(tmp_path, capsys):
             assert ("line 5 is not an episode record" if name == "bad-line" else "is not a mua-gym eval run") in err
     assert main(["report", str(tmp_path / "good"), "--out", str(tmp_path)]) == 0  # a folder: report.html in it
     assert (tmp_path / "report.html").exists()
+
+
+def test_success_is_the_task_reward_whatever_the_env_shaped():
+    import asyncio
+
+    import mua_gym
+    from mua_gym.evaluation import _play
+
+    config = EvalConfig(env_ids=["mua/Retail-v0"], agent="fair")
+    shaped = mua_gym.make_async("mua/Retail-v0", split="test", reward="partial+validity+efficiency")
+    plain = mua_gym.make_async("mua/Retail-v0", split="test")
+    outcomes = set()
+    for task in shaped.tasks("test")[:12]:
+        a = asyncio.run(_play(shaped, config, "mua/Retail-v0", task, 0))
+        b = asyncio.run(_play(plain, config, "mua/Retail-v0", task, 0))
+        assert (a.reward, a.success) == (b.reward, b.success) and a.reward in (0.0, 1.0)  # judged on the task
+        assert b.shaped_reward == b.reward and (a.shaped_reward < 1.0 if not a.success else True)
+        outcomes.add(a.success)
+    assert outcomes == {True, False}  # the fair agent fails some of these: both kinds were compared
