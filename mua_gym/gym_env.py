@@ -121,9 +121,10 @@ class MuaEnv(gymnasium.Env):
             return self._runner.run(rest)
         return started
 
-    def finish(self, reason: str = "stopped_by_trainer") -> float:
-        """Ends a running episode where it stands and returns its reward (see :meth:`AsyncMuaEnv.finish`)."""
-        finishing = self.core.finish(reason)
+    def finish(self, reason: str = "stopped_by_trainer", score: bool = True) -> float:
+        """Ends a running episode where it stands and returns its reward (see :meth:`AsyncMuaEnv.finish`;
+        ``score=False`` ends it truncated at 0.0)."""
+        finishing = self.core.finish(reason, score=score)
         return run_immediate(finishing) if self.core.judge is None else self._runner.run(finishing)
 
     def render(self) -> str | None:

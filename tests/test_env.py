@@ -440,6 +440,13 @@ def test_finish_scores_the_world_as_it_stands_like_a_terminal_step():
     env.step("Hello, how can I help?")
     assert env.finish("budget") == 0.0 and env.trajectory().termination_reason == "budget"  # nothing done: no pay
 
+    obs, info = env.reset(options={"task_id": "mock-cancel-card"})
+    agent = OracleAgent(env.core.task)
+    for _ in range(3):
+        obs, *_ = env.step(agent.act(obs))
+    assert env.finish("agent_error", score=False) == 0.0  # unscored: ended truncated whatever the world holds
+    assert env.trajectory().truncated and env.trajectory().termination_reason == "agent_error"
+
 
 def test_finish_keeps_a_truncated_episode_at_zero():
     env = mua_gym.make("mua/Mock-v0", max_turns=1).unwrapped
