@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any, Callable, Sequence, TextIO
@@ -195,7 +196,8 @@ def _eval(args: argparse.Namespace) -> int:
     say = _printer(redact)
     try:
         config = EvalConfig(env_ids=args.env, agent=args.agent, agent_kwargs=agent_kwargs, user=args.user,
-                            user_kwargs=user_kwargs, split=args.split, world=args.world, trials=args.trials,
+                            user_kwargs=user_kwargs, split=args.split, world=args.world,
+                            world_params=_key_values(args.world_param, "--world-param"), trials=args.trials,
                             concurrency=args.concurrency, task_ids=args.task_ids, num_tasks=args.num_tasks,
                             seed=args.seed, max_turns=args.max_turns)
         check_agent_spec(args.agent, **agent_kwargs)
@@ -359,6 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE")
     ev.add_argument("--split", default="test")
     ev.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
+    ev.add_argument("--world-param", action="append", default=[], metavar="KEY=VALUE",
+                    help="keyword for the world source, e.g. difficulty=1")
     ev.add_argument("--trials", type=int, default=1)
     ev.add_argument("--concurrency", type=int, default=8)
     ev.add_argument("--task-ids", nargs="+", default=None)
@@ -406,6 +410,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"mua-gym: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as shell tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -53,6 +53,8 @@ class EvalConfig(BaseModel):
     user_kwargs: dict[str, Any] = Field(default_factory=dict)
     split: str = "test"
     world: str | None = None
+    #: The world source's keywords (``{"difficulty": 1}`` for generated tasks of one level, say).
+    world_params: dict[str, Any] = Field(default_factory=dict)
     trials: int = Field(1, ge=1)
     concurrency: int = Field(8, ge=1)
     task_ids: list[str] | None = None
@@ -65,7 +67,7 @@ class EvalConfig(BaseModel):
         from mua_gym import make_kwargs
 
         return make_kwargs(split=self.split, max_turns=self.max_turns, user=self.user, user_kwargs=self.user_kwargs,
-                           world=self.world)
+                           world=self.world, world_params=self.world_params)
 
     def run_key(self) -> dict[str, Any]:
         """What must match for a folder's episodes to be this run's, as ``run.json`` records it: concurrency may
@@ -315,14 +317,20 @@ def _plan(config: EvalConfig, envs: dict[str, Any]) -> list[tuple[str, Any, int]
     return plan
 
 
-async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int) -> EpisodeResult:
+#: Builds the agent of one episode from its task and seed (an in-process model's agent, say).
+AgentFactory = Callable[[Any, int], Any]
+
+
+async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int,
+                agent_factory: AgentFactory | None = None) -> EpisodeResult:
     from mua_gym.agents import make_agent
     from mua_gym.llm_client import one_line
 
     seed = episode_seed(config.seed, env_id, task.id, trial)
     started = time.perf_counter()
     observation, info = await env.reset(seed=seed, options={"task": task})
-    agent = make_agent(config.agent, task=task, seed=seed, **config.agent_kwargs)
+    agent = (agent_factory(task, seed) if agent_factory is not None
+             else make_agent(config.agent, task=task, seed=seed, **config.agent_kwargs))
     agent.reset(info)
     error_kind = error = None
     while not env.done:
@@ -367,10 +375,13 @@ def tokens_and_cost(usage: dict[str, float]) -> tuple[float, float]:
 
 async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = None,
                     on_episode: Callable[[EpisodeResult, int, int], None] | None = None,
-                    on_start: Callable[[list[EpisodeResult], int], None] | None = None) -> EvalSummary:
+                    on_start: Callable[[list[EpisodeResult], int], None] | None = None,
+                    agent_factory: AgentFactory | None = None) -> EvalSummary:
     """Runs (or finishes) the evaluation and returns the summary of every episode of the run, those a resumed
     folder already held included. ``on_start(held, total)`` once the plan is known (``held``: the episodes a
     resumed folder already has); ``on_episode(result, done, total)`` after each episode played.
+    ``agent_factory(task, seed)`` builds each episode's agent in place of ``config.agent`` (which then only
+    names it in ``run.json``): a model in this process, e.g. the one being trained.
 
     Raises ValueError where ``out`` holds another run (naming what differs), where the env's tasks changed since
     the run began, or where another eval is writing ``out``; KeyError for an unknown task id."""
@@ -401,15 +412,15 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
             previous = _planned(read_results(folder), plan_ids)
         if on_start is not None:
             on_start(previous, len(plan))
-        return await _play_all(config, folder, plan, previous, on_episode)
+        return await _play_all(config, folder, plan, previous, on_episode, agent_factory)
     finally:
         if lock is not None:
             lock.close()
 
 
 async def _play_all(config: EvalConfig, folder: Path | None, plan: list[tuple[str, Any, int]],
-                    previous: list[EpisodeResult], on_episode: Callable[[EpisodeResult, int, int], None] | None
-                    ) -> EvalSummary:
+                    previous: list[EpisodeResult], on_episode: Callable[[EpisodeResult, int, int], None] | None,
+                    agent_factory: AgentFactory | None) -> EvalSummary:
     import mua_gym
 
     done = {r.key for r in previous}
@@ -428,7 +439,7 @@ async def _play_all(config: EvalConfig, folder: Path | None, plan: list[tuple[st
                 env_id, task, trial = queue.get_nowait()
                 if env_id not in envs:
                     envs[env_id] = mua_gym.make_async(env_id, **config.env_kwargs())
-                result = await _play(envs[env_id], config, env_id, task, trial)
+                result = await _play(envs[env_id], config, env_id, task, trial, agent_factory)
                 results.append(result)
                 if sink is not None:
                     sink.write(result.model_dump_json() + "\n")
@@ -450,9 +461,10 @@ async def _play_all(config: EvalConfig, folder: Path | None, plan: list[tuple[st
 
 def evaluate(config: EvalConfig, out: str | os.PathLike[str] | None = None,
              on_episode: Callable[[EpisodeResult, int, int], None] | None = None,
-             on_start: Callable[[list[EpisodeResult], int], None] | None = None) -> EvalSummary:
+             on_start: Callable[[list[EpisodeResult], int], None] | None = None,
+             agent_factory: AgentFactory | None = None) -> EvalSummary:
     """:func:`aevaluate` from synchronous code (a script; in a notebook, ``await aevaluate(...)``)."""
-    return asyncio.run(aevaluate(config, out, on_episode, on_start))
+    return asyncio.run(aevaluate(config, out, on_episode, on_start, agent_factory))
 
 
 def _lock(folder: Path) -> Any:

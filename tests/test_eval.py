@@ -292,3 +292,20 @@ def test_success_is_the_task_reward_whatever_the_env_shaped():
         assert b.shaped_reward == b.reward and (a.shaped_reward < 1.0 if not a.success else True)
         outcomes.add(a.success)
     assert outcomes == {True, False}  # the fair agent fails some of these: both kinds were compared
+
+
+def test_an_agent_factory_plays_in_place_of_the_spec_and_world_params_reach_the_envs(tmp_path):
+    from mua_gym.agents import OracleAgent, RandomAgent
+
+    built = []
+
+    def factory(task, seed):
+        built.append((task.id, seed, task.difficulty))
+        return OracleAgent(task) if task.id.endswith(("0", "2", "4")) else RandomAgent(seed)
+
+    config = EvalConfig(env_ids=["mua/Retail-v0"], agent="my-model", num_tasks=6, trials=2,
+                        world_params={"difficulty": 1})
+    summary = evaluate(config, out=tmp_path, agent_factory=factory)
+    assert len(built) == 12 and {d for _, _, d in built} == {1}  # every task of level 1
+    assert summary.pass_hat_k[1] == pytest.approx(0.5) and read_run(tmp_path).config.agent == "my-model"
+    assert sorted((t, s) for t, s, _ in built) == sorted((r.task_id, r.seed) for r in read_run(tmp_path).results)
