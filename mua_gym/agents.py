@@ -22,6 +22,16 @@ __all__ = ["Agent", "AgentError", "FairAgent", "LiteLLMAgent", "OracleAgent", "R
 
 
 class Agent:
+    """Plays the agent's side of episodes: ``reset(info)`` at each start, then one action per ``act``.
+
+    ``stopped``: True once the agent has ended the episode itself, as a trainer's loop ends a rollout (a reply
+    with no tool call, a token budget); a driver (the eval engine) then scores the world as it stands instead
+    of stepping the action. ``stop_reason`` says why.
+    """
+
+    stopped: bool = False
+    stop_reason: str | None = None
+
     def reset(self, info: dict[str, Any]) -> None:
         """Called with ``env.reset``'s info at the start of each episode."""
 

@@ -342,6 +342,9 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
             error_kind, error = "agent", f"{type(exc).__name__}: {one_line(exc)}"
             await env.finish("agent_error", score=False)
             break
+        if getattr(agent, "stopped", False):  # it ended the episode as a trainer's loop would (see Agent.stopped)
+            await env.finish(getattr(agent, "stop_reason", None) or "agent_stopped")
+            break
         observation, _, _, _, info = await env.step(action)
     if "user_error" in info:
         await env.finish()  # ends a void episode truncated (user_error) at 0.0

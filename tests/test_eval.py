@@ -309,3 +309,27 @@ def test_an_agent_factory_plays_in_place_of_the_spec_and_world_params_reach_the_
     assert len(built) == 12 and {d for _, _, d in built} == {1}  # every task of level 1
     assert summary.pass_hat_k[1] == pytest.approx(0.5) and read_run(tmp_path).config.agent == "my-model"
     assert sorted((t, s) for t, s, _ in built) == sorted((r.task_id, r.seed) for r in read_run(tmp_path).results)
+
+
+def test_an_agent_that_stops_has_the_world_scored_as_it_stands(tmp_path):
+    from mua_gym.agents import OracleAgent
+
+    class StopsBeforeGoodbye(OracleAgent):  # ends the episode itself, as TRL ends a rollout with no tool call
+        def act(self, observation):
+            action = super().act(observation)
+            if (action.get("content") or "").startswith("Thank you"):
+                self.stopped, self.stop_reason = True, "no_tool_call"
+            return action
+
+    class StopsAtOnce(OracleAgent):
+        def act(self, observation):
+            self.stopped = True
+            return super().act(observation)
+
+    config = EvalConfig(env_ids=[MOCK], agent="stopping", trials=1)
+    done = evaluate(config, out=tmp_path, agent_factory=lambda task, seed: StopsBeforeGoodbye(task))
+    stopped = [r for r in read_run(tmp_path).results if r.termination_reason == "no_tool_call"]
+    assert len(stopped) >= 3 and all(r.components["DB"] == 1.0 for r in stopped)  # scored: every gold call made
+    assert 0 < done.pass_hat_k[1] < 1  # a task whose goodbye carried what to communicate is lost, as it should be
+    idle = evaluate(config, agent_factory=lambda task, seed: StopsAtOnce(task))
+    assert idle.pass_hat_k[1] == 0.0 and idle.mean_turns == 0  # nothing done, nothing stepped, nothing paid
