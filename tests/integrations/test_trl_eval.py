@@ -287,3 +287,32 @@ def test_every_prompt_the_agent_feeds_the_model_is_the_one_trls_grpo_loop_feeds_
     assert trajectory.reward == 1.0 and len(evaluated.prompts) == len(turns) - 1
     assert evaluated.prompts == trl_prompts[:len(evaluated.prompts)] and len(trl_prompts) == len(turns)
     assert trainer.state.log_history[0]["rewards/MuaMockEnv/mean"] == 1.0
+
+
+def test_the_eval_engine_plays_the_agent_through_agent_factory(tokenizer):
+    """``aevaluate(..., agent_factory=...)``: the scripted play succeeds under the eval's own episode seed, a blind
+    random model does not, and each episode gets its own agent, seeded by the episode's seed."""
+    from integrations.steered_llama import tiny_llama
+
+    from mua_gym.evaluation import EvalConfig, aevaluate, episode_seed
+
+    task_id = mua_trl.dataset(MOCK, split="train")[0]["task_id"]
+    opening, turns = oracle_turns(MOCK, task_id, seed=episode_seed(0, MOCK, task_id, 0))
+    config = EvalConfig(env_ids=[MOCK], agent="trl-policy:tiny", split="train", task_ids=[task_id], concurrency=1,
+                        max_turns=8)
+    made = []
+
+    def factory(model, **kwargs):
+        inner = mua_trl.agent_factory(model, tokenizer, **kwargs)
+
+        def make(task, seed):
+            made.append(inner(task, seed))
+            return made[-1]
+        return make
+
+    solved = asyncio.run(aevaluate(config, agent_factory=factory(steered(tokenizer, {opening: turns}),
+                                                                    temperature=0.0, max_completion_length=4096)))
+    assert solved.pass_hat_k == {1: 1.0} and made[-1].seed == episode_seed(0, MOCK, task_id, 0)
+    blind = asyncio.run(aevaluate(config.model_copy(update={"trials": 2}), agent_factory=factory(
+        tiny_llama(tokenizer, seed=1), max_completion_length=16)))
+    assert blind.pass_hat_k[1] == 0.0 and blind.episodes == 2 and made[-1].seed != made[-2].seed
