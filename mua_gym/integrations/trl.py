@@ -208,8 +208,9 @@ class PolicyAgent(Agent):
     tokens and tool results, as TRL counts them) or a sequence at the model's ``max_position_embeddings`` ends
     the episode as TRL ends the rollout: ``stopped`` becomes True, ``stop_reason`` says which (one of
     :data:`STOP_REASONS`), and the driver is to score the world as it stands (``env.finish()``, as the TRL class's
-    ``get_reward`` does). ``act`` then returns the last reply's text as an assistant message, now and on every
-    later call, for a driver that does not know ``stopped``.
+    ``get_reward`` does; the eval engine does so for any agent whose ``stopped`` is set). ``act`` then returns
+    the last reply's text as an assistant message, now and on every later call, for a driver that does not know
+    ``stopped``.
 
     Generation runs under ``torch.no_grad`` on the model's own device, in eval mode (restored after). Sampling
     (``temperature`` > 0; 0 is greedy) is seeded per generation from ``seed`` and the generation's number in the

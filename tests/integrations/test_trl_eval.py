@@ -313,6 +313,10 @@ def test_the_eval_engine_plays_the_agent_through_agent_factory(tokenizer):
     solved = asyncio.run(aevaluate(config, agent_factory=factory(steered(tokenizer, {opening: turns}),
                                                                     temperature=0.0, max_completion_length=4096)))
     assert solved.pass_hat_k == {1: 1.0} and made[-1].seed == episode_seed(0, MOCK, task_id, 0)
+    ended = []
     blind = asyncio.run(aevaluate(config.model_copy(update={"trials": 2}), agent_factory=factory(
-        tiny_llama(tokenizer, seed=1), max_completion_length=16)))
+        tiny_llama(tokenizer, seed=1), max_completion_length=16), on_episode=lambda r, *_: ended.append(r)))
     assert blind.pass_hat_k[1] == 0.0 and blind.episodes == 2 and made[-1].seed != made[-2].seed
+    # the engine scored the untouched world where the agent stopped, as TRL's get_reward does: nothing stepped
+    assert [(r.termination_reason, r.turns) for r in ended] == [(a.stop_reason, 0) for a in made[-2:]]
+    assert {a.stop_reason for a in made[-2:]} <= {"no_tool_call", "max_completion_length"}
