@@ -6,7 +6,8 @@ user's own tools called by the agent, SQL-looking strings, huge integers, NaN an
 structures, many calls in one message, long spam texts, and valid calls with values drawn from the tasks' gold
 calls, so that some succeed and write) and checks after every step that:
 
-- nothing raised out of ``step`` (or ``reset``), and no step took ``SLOW_STEP_S`` or more;
+- nothing raised out of ``step`` (or ``reset``), and no step took ``SLOW_STEP_S`` CPU seconds or more (this
+  thread's CPU time: what a super-linear parser costs, whatever else the machine is running);
 - a step whose tool messages were all errors, or whose action was unreadable, with no user turn, left the world's
   ``state_hash`` unchanged;
 - a terminal step's reward is a float in [0, 1];
@@ -427,7 +428,7 @@ def fuzz(domain: str, user: str, actions: int, seed: int, *, world_params: dict[
         action = fuzzer.action()
         before = env.world.state_hash()
         seen = len(core.messages())
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             obs, reward, terminated, truncated, info = env.step(action)
         except Exception as exc:
@@ -435,12 +436,12 @@ def fuzz(domain: str, user: str, actions: int, seed: int, *, world_params: dict[
             counts._fail(seed, index, f"step raised {type(exc).__name__}: {str(exc)[:200]}", action)
             need_reset = True
             continue
-        elapsed = time.perf_counter() - started
+        elapsed = time.thread_time() - started
         counts.actions += 1
         counts.slowest_step_s = max(counts.slowest_step_s, elapsed)
         if elapsed >= SLOW_STEP_S:
             counts.slow_steps += 1
-            counts._fail(seed, index, f"step took {elapsed:.2f} s", action)
+            counts._fail(seed, index, f"step took {elapsed:.2f} CPU s", action)
         new = core.messages()[seen:]
         tool_results = [m for m in new if m.role == "tool"]
         counts.tool_calls_ok += sum(not m.error for m in tool_results)
