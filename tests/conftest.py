@@ -51,3 +51,15 @@ def world(mock):
 @pytest.fixture
 def all_mock_tasks(mock):
     return [t for split in ("train", "dev", "test") for t in mock.tasks(split)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(smollm2_tokenizer: Any) -> Any:
+    """A copy of ``smollm2_tokenizer`` per test module, with Qwen's end-of-turn token as EOS (generation stops
+    at the end of a turn, as the chat template closes it) and ``<|endoftext|>`` as padding. A module may change
+    it (TRL adds a response schema to the tokenizer it trains with) without touching another module's."""
+    import copy
+
+    tokenizer = copy.deepcopy(smollm2_tokenizer)
+    tokenizer.eos_token, tokenizer.pad_token = "<|im_end|>", "<|endoftext|>"
+    return tokenizer

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import sys
@@ -108,15 +107,6 @@ def hermes_turn(message: dict) -> str:
         text += "\n<tool_call>\n" + json.dumps({"name": function["name"], "arguments": function["arguments"]},
                                                ensure_ascii=False) + "\n</tool_call>"
     return text + END + "\n"
-
-
-@pytest.fixture
-def tokenizer(smollm2_tokenizer):
-    """The shared SmolLM2 tokenizer (Qwen 2.5's template: tools, no generation markers), copied: this test sets
-    its end and padding tokens."""
-    tokenizer = copy.deepcopy(smollm2_tokenizer)
-    tokenizer.eos_token, tokenizer.pad_token = END, "<|endoftext|>"
-    return tokenizer
 
 
 @pytest.mark.slow

@@ -8,59 +8,25 @@ claims success earns 0.0.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
 import pytest
 
 import mua_gym
-from mua_gym.agents import OracleAgent
 from mua_gym.integrations import MissingTrainerError
 
 trl = pytest.importorskip("trl")
 pytest.importorskip("transformers")
 
 from mua_gym.integrations import trl as mua_trl  # noqa: E402
+from integrations.trl_scripts import GOODBYE, oracle_turns, say  # noqa: E402
 
 ENV = "mua/Retail-v0"
-END = "<|im_end|>"
-GOODBYE = "Goodbye!" + END  # a reply without a tool call: it ends TRL's rollout
 
 
-def hermes(name: str, arguments: dict) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>" + END
 
 
-def oracle_script(task_id: str, seed: int, env_id: str = ENV) -> tuple[str, list[str]]:
-    """(the user's opening, the oracle's play as model turns), played once in a bare env with the same seed."""
-    env = mua_gym.make(env_id).unwrapped
-    obs, _ = env.reset(seed=seed, options={"task_id": task_id})
-    opening, agent, turns = obs[-1]["content"], OracleAgent(env.core.task), []
-    while True:
-        action = agent.act(obs)
-        if action.get("tool_calls"):
-            function = action["tool_calls"][0]["function"]
-            turns.append(hermes(function["name"], json.loads(function["arguments"])))
-        else:
-            turns.append(hermes(mua_trl.SEND_MESSAGE, {"message": action["content"]}))
-        obs, reward, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            assert reward == 1.0
-            return opening, turns + [GOODBYE]
-
-
-@pytest.fixture(scope="module")
-def tokenizer(smollm2_tokenizer, tmp_path_factory):
-    """SmolLM2's tokenizer under Qwen 2.5's template, with Qwen's end-of-turn token as EOS (generation stops there)."""
-    from transformers import AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("tokenizer")
-    smollm2_tokenizer.save_pretrained(folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.chat_template = smollm2_tokenizer.chat_template
-    tokenizer.eos_token, tokenizer.pad_token = END, "<|endoftext|>"
-    return tokenizer
 
 
 def recording(factory: type) -> type:
@@ -98,10 +64,10 @@ def test_a_scripted_policy_earns_one_through_trls_tool_loop_and_a_false_claim_ze
 
     full = mua_trl.dataset(ENV, split="test")
     solved, claimed = full[0]["task_id"], full[1]["task_id"]
-    opening_solved, play = oracle_script(solved, seed=7)
-    opening_claimed, _ = oracle_script(claimed, seed=7)
+    opening_solved, play = oracle_turns(ENV, solved, seed=7)
+    opening_claimed, _ = oracle_turns(ENV, claimed, seed=7)
     scripts = {opening_solved: play,
-               opening_claimed: [hermes(mua_trl.SEND_MESSAGE, {"message": "I have taken care of everything."}),
+               opening_claimed: [say("I have taken care of everything."),
                                  GOODBYE]}
     model = tiny_llama(tokenizer).steer(tokenizer, scripts, after=GOODBYE)
     dataset = full.select([0, 1]).add_column("seed", [7, 7])
@@ -129,10 +95,10 @@ def test_grpo_trains_two_steps_with_tool_calls_reaching_the_world_and_rewards_fl
     env_id = "mua/Mock-v0"
     full = mua_trl.dataset(env_id, split="train")
     dataset = full.select([0, 1]).add_column("seed", [1, 2])
-    quits = [hermes(mua_trl.SEND_MESSAGE, {"message": "Goodbye for now."}), GOODBYE]
+    quits = [say("Goodbye for now."), GOODBYE]
     scripts, plays = {}, {}
     for row in dataset:
-        opening, play = oracle_script(row["task_id"], row["seed"], env_id)
+        opening, play = oracle_turns(env_id, row["task_id"], row["seed"])
         scripts[opening], plays[row["task_id"]] = [play, quits], play
     model = tiny_llama(tokenizer, seed=1).steer(tokenizer, scripts, after=GOODBYE)
     before = [p.detach().clone() for p in model.parameters()]

@@ -15,46 +15,21 @@ import json
 import pytest
 
 import mua_gym
-from mua_gym.agents import OracleAgent
 
 trl = pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from mua_gym.integrations import trl as mua_trl  # noqa: E402
+from integrations.trl_scripts import GOODBYE, hermes, oracle_turns, say  # noqa: E402
 
 MOCK, RETAIL = "mua/Mock-v0", "mua/Retail-v0"
-END = "<|im_end|>"
-GOODBYE = "Goodbye!" + END  # a reply without a tool call: TRL ends the rollout there
 
 
-def hermes(*calls: tuple[str, dict]) -> str:
-    """One model turn making ``calls`` as Qwen 2.5 writes them."""
-    return "\n".join("<tool_call>\n" + json.dumps({"name": n, "arguments": a}) + "\n</tool_call>"
-                     for n, a in calls) + END
 
 
-def say(text: str) -> str:
-    return hermes((mua_trl.SEND_MESSAGE, {"message": text}))
 
 
-def oracle_turns(env_id: str, task_id: str, seed: int) -> tuple[str, list[str]]:
-    """(the user's opening, the oracle's play as model turns), from an episode with the same task and seed."""
-    env = mua_gym.make(env_id).unwrapped
-    obs, _ = env.reset(seed=seed, options={"task_id": task_id})
-    opening, agent, turns = obs[-1]["content"], OracleAgent(env.core.task), []
-    while True:
-        action = agent.act(obs)
-        if action.get("tool_calls"):
-            function = action["tool_calls"][0]["function"]
-            turns.append(hermes((function["name"], json.loads(function["arguments"]))))
-        else:
-            turns.append(say(action["content"]))
-        obs, reward, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            assert reward == 1.0
-            env.close()
-            return opening, turns + [GOODBYE]
 
 
 async def aplay(env_id: str, agent: mua_trl.PolicyAgent, task_id: str, seed: int, **make_kwargs):
@@ -85,19 +60,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(smollm2_tokenizer, tmp_path_factory):
-    """SmolLM2's tokenizer under Qwen 2.5's template, with Qwen's end-of-turn token as EOS (generation stops there)."""
-    from transformers import AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("tokenizer")
-    smollm2_tokenizer.save_pretrained(folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.chat_template = smollm2_tokenizer.chat_template
-    tokenizer.eos_token, tokenizer.pad_token = END, "<|endoftext|>"
-    return tokenizer
 
 
 def steered(tokenizer, scripts, seed: int = 0):

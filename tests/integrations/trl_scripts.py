@@ -1,0 +1,47 @@
+"""Model turns for the TRL tests, as Qwen 2.5's template writes them: Hermes ``<tool_call>`` blocks closed by
+the end-of-turn token, and the oracle's play of a task turned into such turns (talking goes through the
+``send_message_to_user`` tool, as in the TRL loop)."""
+
+from __future__ import annotations
+
+import json
+
+import mua_gym
+from mua_gym.agents import OracleAgent
+from mua_gym.integrations import trl as mua_trl
+
+END = "<|im_end|>"
+GOODBYE = "Goodbye!" + END  # a reply without a tool call: TRL ends the rollout there
+
+
+def hermes(*calls: tuple[str, dict]) -> str:
+    """One model turn making ``calls`` (``(name, arguments)`` pairs), in order."""
+    return "\n".join("<tool_call>\n" + json.dumps({"name": n, "arguments": a}) + "\n</tool_call>"
+                     for n, a in calls) + END
+
+
+def say(text: str) -> str:
+    """One model turn that says ``text`` to the user."""
+    return hermes((mua_trl.SEND_MESSAGE, {"message": text}))
+
+
+def oracle_turns(env_id: str, task_id: str, seed: int) -> tuple[str, list[str]]:
+    """(the user's opening, the oracle's play as model turns ending with a goodbye), from a bare episode of the
+    same task and seed (so a steered model's prompt key and replies line up with a rollout of it)."""
+    env = mua_gym.make(env_id).unwrapped
+    obs, _ = env.reset(seed=seed, options={"task_id": task_id})
+    opening, agent, turns = obs[-1]["content"], OracleAgent(env.core.task), []
+    try:
+        while True:
+            action = agent.act(obs)
+            if action.get("tool_calls"):
+                function = action["tool_calls"][0]["function"]
+                turns.append(hermes((function["name"], json.loads(function["arguments"]))))
+            else:
+                turns.append(say(action["content"]))
+            obs, reward, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                assert reward == 1.0
+                return opening, turns + [GOODBYE]
+    finally:
+        env.close()
