@@ -94,8 +94,11 @@ def _verdict(value: Any) -> str:
 
 
 def _header(t: "Trajectory") -> str:
+    task_reward = t.task_reward  # pass/fail is the binary task reward; a reward mode's shaping is shown beside it
     reward = "not scored" if t.reward is None else f"{t.reward:g}"
-    badge = _verdict(t.reward) if t.reward is not None else _verdict(None)
+    if task_reward is not None and t.reward != task_reward:
+        reward += f" (shaped; task reward {task_reward:g})"
+    badge = _verdict(None if task_reward is None else 1 if task_reward == 1 else 0)
     ended = t.termination_reason or ("still running" if not (t.terminated or t.truncated) else "")
     how = "truncated" if t.truncated else "terminated" if t.terminated else "not ended"
     user_calls = f" &middot; <b>{t.user_tool_calls}</b> user tool calls (hidden)" if t.user_tool_calls else ""

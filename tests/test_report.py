@@ -257,3 +257,14 @@ def test_no_credential_the_run_was_given_shows(mixed, tmp_path):
     page = write_report(folder).read_text()
     assert "AuthenticationError: bad key" in page and "127.0.0.1:9/v1" in page
     assert key not in page and password not in page and "hv42" not in page
+
+
+def test_the_badge_is_the_task_reward_and_a_shaped_reward_is_shown_beside_it():
+    shaped_success = Trajectory(task_id="t", domain="mock", reward=0.9, terminated=True,
+                                reward_info={"reward": 1.0, "task_reward": 1.0, "components": {"DB": 1.0}})
+    shaped_failure = Trajectory(task_id="t", domain="mock", reward=0.4, terminated=True,
+                                reward_info={"reward": 0.0, "task_reward": 0.0, "components": {"DB": 0.0}})
+    head = trajectory_html(shaped_success, style=False).split('<div class="mua-box">')[0]
+    assert "mua-pass" in head and "0.9 (shaped; task reward 1)" in head
+    head = trajectory_html(shaped_failure, style=False).split('<div class="mua-box">')[0]
+    assert "mua-fail" in head and "mua-warn" not in head and "0.4 (shaped; task reward 0)" in head
