@@ -14,22 +14,28 @@ joined with ``+`` (``"task"``, ``"partial+validity+efficiency"``; without a base
 
 - ``task`` (the default): the binary task reward above.
 - ``partial``: a success earns 1.0; a failure earns ``PARTIAL_FAILURE_SCALE`` x its partial DB credit
-  ((gold rows reproduced - extra rows changed) / rows gold changes), so no failure is paid like a success.
-  A dual-control user's own rows are not the agent's credit (a blind agent that asks the user to do every
-  fix would be paid for them), and a task whose gold changes no other row has no credit to give: 0.
+  (gold rows reproduced / rows gold changes), so no failure is paid like a success. The credit is 0 if the
+  agent changed any row gold leaves alone, gave a gold row a wrong value, or called any write tool the gold
+  never calls (even one that was refused or changed nothing): else a blind script that fires every write with
+  guessed arguments is paid for the rows it happens to hit. A dual-control user's own rows are not the
+  agent's credit (a blind agent that asks the user to do every fix would be paid for them), and a task whose
+  gold changes no other row has no credit to give: 0.
 - ``validity``: ``INVALID_CALL_PENALTY`` off for each agent call that was malformed or ran with an error (and
   each unreadable action), beyond as many as the gold itself makes (some TAU2 gold calls fail). Only a
-  penalty: a bonus for valid calls would pay a policy for spamming read-only lookups. The shaped reward is
-  floored at 0, because a truncated episode earns 0 and a negative reward for finishing would teach a policy
-  to run out the clock (``max_turns``, ``max_tool_errors``) instead. So it lowers only what earns something:
-  a success, or with ``partial`` a half-done task.
+  penalty: a bonus for valid calls would pay a policy for spamming read-only lookups.
 - ``efficiency``: the base times ``min(1, budget / calls)``, floored at ``EFFICIENCY_FLOOR``; ``budget`` is
   ``BUDGET_PER_GOLD_CALL`` x the task's gold agent calls (at least one): a budget scaled to the gold length,
   PROVE-style. A factor of at most 1 on the base: it scales a success down and never pays a failure.
 
-Shaped reward = ``max(0, base x efficiency factor - validity penalty)``. Without ``validity`` a success always
-earns at least what any failure earns. Success is judged on ``task_reward`` (the binary task reward), never on
-the shaped one.
+Shaped reward = ``base x efficiency factor - validity penalty``, then held in its band:
+
+- a success (``task_reward`` 1.0) earns in ``[SUCCESS_FLOOR, 1]`` (0.6 to 1): the terms only move it within;
+- a failure earns in ``[0, PARTIAL_FAILURE_SCALE]`` (0 to 0.5): ``task`` pays 0, ``partial`` its scaled credit,
+  the terms only lower it, and never below 0 (a truncated episode earns 0, and a negative reward for finishing
+  would teach a policy to run out the clock instead).
+
+``SUCCESS_FLOOR`` > ``PARTIAL_FAILURE_SCALE``, so in every mode the worst success out-earns the best failure.
+Success is judged on ``task_reward`` (the binary task reward), never on the shaped one.
 """
 
 from __future__ import annotations
@@ -50,8 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BUDGET_PER_GOLD_CALL", "EFFICIENCY_FLOOR", "EfficiencyTerm", "INVALID_CALL_PENALTY", "Judge",
            "PARTIAL_FAILURE_SCALE", "PreparedTask", "REWARD_BASES", "REWARD_TERMS", "RewardInfo", "RewardMode",
-           "ShapedReward", "ValidityTerm", "evaluate", "judge_nl_assertions", "needs_judge", "prepare_task",
-           "reward_mode", "shape"]
+           "ShapedReward", "SUCCESS_FLOOR", "ValidityTerm", "evaluate", "judge_nl_assertions", "needs_judge",
+           "prepare_task", "reward_mode", "shape"]
 
 
 class Judge(Protocol):
@@ -158,8 +164,9 @@ class RewardInfo(BaseModel):
     #: The binary task reward: the product of the components.
     reward: float
     components: dict[str, float | None]
-    #: ``max(0, (rows_reproduced - extra_rows_changed) / gold_rows_changed)``; with no gold row, 1.0 unless an
-    #: extra row changed. A dual-control user's own rows count in neither (see :attr:`PreparedTask.user_rows`).
+    #: ``rows_reproduced / gold_rows_changed`` (with no gold row, 1.0), but 0.0 if any extra row changed, any
+    #: gold row was given a wrong value (:attr:`wrong_rows`) or any stray write was called. A dual-control
+    #: user's own rows count in neither (see :attr:`PreparedTask.user_rows`).
     partial_credit: float
     #: What would turn the final world into the gold one: ``inserted`` rows are missing, ``deleted``
     #: rows are extra, ``updated`` rows hold wrong values (``before``: the final world, ``after``: gold).
@@ -167,6 +174,10 @@ class RewardInfo(BaseModel):
     gold_rows_changed: int
     rows_reproduced: int
     extra_rows_changed: int
+    #: Rows gold changes that the agent changed to another value: each a miss, and each voids the credit.
+    wrong_rows: int = 0
+    #: The agent's calls of write tools the gold never calls (a refused or no-op write included).
+    stray_writes: int = 0
     communicate_missing: list[str] = []
     actions_missing: list[str] = []
     env_assertions_failed: list[str] = []
@@ -181,17 +192,24 @@ def _effective(cs: ChangeSet, base: ChangeSet, image: WorldImage, table: str, ke
     return image.base_row_by_key(table, key)
 
 
-def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> tuple[WorldDiff, int, int, int]:
-    """(what turns the final world into gold, rows gold changed, of those the rows reproduced, extra rows)."""
+def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> tuple[WorldDiff, int, int, int, int]:
+    """(what turns the final world into gold, rows gold changed, of those the rows reproduced, extra rows, gold
+    rows given a wrong value)."""
     if final == prepared.gold_changes:  # the gold world exactly (what a solved episode ends in)
-        return WorldDiff(), prepared.gold_rows_changed, prepared.gold_rows_changed, 0
-    return _compare(prepared.image, prepared.start_changes, prepared.gold_changes, final, prepared.user_rows)
+        return WorldDiff(), prepared.gold_rows_changed, prepared.gold_rows_changed, 0, 0
+    return _compare_rows(prepared.image, prepared.start_changes, prepared.gold_changes, final, prepared.user_rows)
 
 
 def _compare(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: ChangeSet,
              user_rows: frozenset[tuple[str, Key]] = frozenset()) -> tuple[WorldDiff, int, int, int]:
+    """(what turns ``final`` into ``gold``, rows gold changed, of those the rows reproduced, extra rows)."""
+    return _compare_rows(image, start, gold, final, user_rows)[:4]
+
+
+def _compare_rows(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: ChangeSet,
+                  user_rows: frozenset[tuple[str, Key]]) -> tuple[WorldDiff, int, int, int, int]:
     tables: dict[str, TableDiff] = {}
-    gold_changed = reproduced = extra = 0
+    gold_changed = reproduced = extra = wrong = 0
     for table in sorted(set(final) | set(gold) | set(start)):
         keys = set(final.get(table, ())) | set(gold.get(table, ())) | set(start.get(table, ()))
         td: TableDiff | None = None  # made only where the final world differs from gold (rare in a good episode)
@@ -208,9 +226,10 @@ def _compare(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: Change
             if wanted != initial:
                 gold_changed += 1
                 reproduced += mine == wanted
+                wrong += mine != wanted and mine != initial  # a miss, and a write it should not have made
             elif mine != initial:
                 extra += 1
-    return WorldDiff(tables=tables), gold_changed, reproduced, extra
+    return WorldDiff(tables=tables), gold_changed, reproduced, extra, wrong
 
 
 def _normalise(text: str) -> str:
@@ -247,7 +266,7 @@ def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]
     components: dict[str, float | None] = {}
 
     final = world.changes()
-    db_diff, gold_changed, reproduced, extra = _db_comparison(prepared, final)
+    db_diff, gold_changed, reproduced, extra, wrong = _db_comparison(prepared, final)
     if "DB" in basis:
         components["DB"] = 1.0 if world.state_hash() == prepared.gold_hash else 0.0
 
@@ -282,13 +301,19 @@ def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]
     if "NL_ASSERTION" in basis:
         components["NL_ASSERTION"] = None if spec.nl_assertions else 1.0
 
-    if gold_changed:
-        partial = max(0.0, (reproduced - extra) / gold_changed)
+    gold_writes = {a.name for a in task.gold_actions if a.requestor == "assistant"}
+    stray = sum(1 for r, n, _ in _calls(messages) if r == "assistant" and n not in gold_writes
+                and n in world.tools and world.tools[n].kind == "write")
+    if extra or wrong or stray:  # any write gold does not make voids the credit, else a blind shotgun is paid
+        partial = 0.0
+    elif gold_changed:
+        partial = reproduced / gold_changed
     else:
-        partial = 0.0 if extra else 1.0
+        partial = 1.0
     return RewardInfo(
         reward=_product(components), components=components, partial_credit=partial, db_diff=db_diff,
-        gold_rows_changed=gold_changed, rows_reproduced=reproduced, extra_rows_changed=extra,
+        gold_rows_changed=gold_changed, rows_reproduced=reproduced, extra_rows_changed=extra, wrong_rows=wrong,
+        stray_writes=stray,
         communicate_missing=communicate_missing, actions_missing=actions_missing,
         env_assertions_failed=failed,
     )
@@ -326,8 +351,10 @@ PARTIAL_FAILURE_SCALE = 0.5
 INVALID_CALL_PENALTY = 0.1
 #: ``efficiency``'s call budget per gold agent call: room for one lookup or retry beside each.
 BUDGET_PER_GOLD_CALL = 2
-#: The lowest ``efficiency`` factor: an over-budget success still earns at least any ``partial`` failure.
-EFFICIENCY_FLOOR = 0.5
+#: The least a success earns in any mode: strictly above the most any failure earns (``PARTIAL_FAILURE_SCALE``).
+SUCCESS_FLOOR = 0.6
+#: The lowest ``efficiency`` factor: an over-budget success lands on ``SUCCESS_FLOOR``, no lower.
+EFFICIENCY_FLOOR = SUCCESS_FLOOR
 
 
 @dataclass(frozen=True)
@@ -392,7 +419,8 @@ class ShapedReward(BaseModel):
     reward_mode: str
     #: The binary task reward (:attr:`RewardInfo.reward`): what success is judged on, whatever the mode.
     task_reward: float
-    #: The reward the env pays: ``max(0, base x efficiency factor - validity penalty)``.
+    #: The reward the env pays: ``base x efficiency factor - validity penalty``, held in its band (a success in
+    #: ``[SUCCESS_FLOOR, 1]``, a failure in ``[0, PARTIAL_FAILURE_SCALE]``).
     shaped_reward: float
     #: The base's value: ``task_reward``, or in ``partial`` mode 1.0 or the scaled partial credit of a failure.
     base_reward: float
@@ -423,6 +451,8 @@ def shape(mode: RewardMode, info: RewardInfo, *, calls: int, invalid_calls: int,
     if mode.validity:
         penalty = INVALID_CALL_PENALTY * max(0, invalid_calls - gold_invalid_calls)
         validity = ValidityTerm(calls=calls, invalid_calls=invalid_calls, allowed=gold_invalid_calls, penalty=penalty)
-        shaped = max(0.0, shaped - penalty)
+        shaped -= penalty
+    # The bands: a success never drops to what a failure can earn (else a policy learns to fail cleanly).
+    shaped = max(SUCCESS_FLOOR, shaped) if task_reward >= 1.0 else min(PARTIAL_FAILURE_SCALE, max(0.0, shaped))
     return ShapedReward(reward_mode=mode.name, task_reward=task_reward, shaped_reward=shaped, base_reward=base,
                         validity=validity, efficiency=efficiency)

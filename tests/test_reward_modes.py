@@ -4,6 +4,7 @@ shaping term moves the reward the way its contract says, and success stays reada
 import asyncio
 import itertools
 import json
+import re
 
 import pytest
 
@@ -14,7 +15,7 @@ from mua_gym.baselines import BLIND_AGENTS, CLOSING
 from mua_gym.user_sims import UserSimulator
 from mua_gym.reward import (
     BUDGET_PER_GOLD_CALL, EFFICIENCY_FLOOR, INVALID_CALL_PENALTY, PARTIAL_FAILURE_SCALE, REWARD_BASES, REWARD_TERMS,
-    prepare_task, reward_mode,
+    SUCCESS_FLOOR, RewardInfo, prepare_task, reward_mode, shape,
 )
 
 from episodes import run, run_oracle
@@ -70,6 +71,56 @@ class MalformedAgent(Agent):
     def act(self, observation: list) -> dict | str:
         self._said += 1
         return self.SAID[self._said % len(self.SAID)]
+
+
+_PHONE = re.compile(r"\b\d{3}-\d{3}-\d{4}\b")
+#: The shotgun's writes, always the same whatever the user asked: telecom's account fixes with guessed arguments.
+_SHOTGUN = (("refuel_data", {"gb_amount": 1.0}), ("enable_roaming", {}), ("resume_line", {}))
+
+
+class ShotgunAgent(Agent):
+    """Blind to the request, but it finds the caller's line (asks for the phone number, looks up the customer and
+    their lines), then always tops the line up by 1 GB, turns roaming on and resumes it, then says goodbye. Each
+    write hits a gold row of some tasks; a partial credit that counts hits and ignores misses would pay it."""
+
+    def reset(self, info: dict) -> None:
+        self._step, self._customer, self._lines, self._line, self._phone = "ask", None, [], None, None
+
+    @staticmethod
+    def _last_tool(observation: list) -> dict:
+        for m in reversed(observation):
+            if m.get("role") == "tool":
+                try:
+                    out = json.loads(m.get("content") or "")
+                except ValueError:
+                    return {}
+                return out if isinstance(out, dict) else {}
+        return {}
+
+    def act(self, observation: list) -> dict | str:
+        if self._phone is None:
+            said = " ".join(m.get("content") or "" for m in observation if m.get("role") == "user")
+            found = _PHONE.search(said)
+            if not found:
+                return "Could you tell me the phone number of your line, please?"
+            self._phone = found.group(0)
+            return {"name": "get_customer_by_phone", "arguments": {"phone_number": self._phone}}
+        if self._customer is None:
+            record = self._last_tool(observation)
+            self._customer = record.get("customer_id", "")
+            self._lines = list(record.get("line_ids") or [])
+        if self._line is None:
+            record = self._last_tool(observation)
+            if record.get("phone_number") == self._phone and record.get("line_id"):
+                self._line, self._writes = record["line_id"], list(_SHOTGUN)
+            elif self._lines:
+                return {"name": "get_details_by_id", "arguments": {"id": self._lines.pop(0)}}
+            else:
+                self._line, self._writes = "", []
+        if self._writes:
+            name, extra = self._writes.pop(0)
+            return {"name": name, "arguments": {"customer_id": self._customer, "line_id": self._line, **extra}}
+        return "All done on your line. " + CLOSING
 
 
 def test_every_mode_is_named_and_parsed_to_one_canonical_name():
@@ -171,12 +222,12 @@ def test_efficiency_scales_down_a_success_with_many_extra_calls_and_never_pays_a
                                                                      for j in range(3)]} for i in range(3)]
     rewards = {}
     for mode in ("task", "task+efficiency", "partial+efficiency"):
-        reward, info = _run_calls(_env("mock", mode), task.id, padding + _gold_turns(task))
+        reward, info = _run_calls(_env("mock", mode), task.id, padding[:2] + _gold_turns(task))
         rewards[mode] = reward
         assert info["reward_info"]["task_reward"] == 1.0
-    calls = 9 + len(task.gold_actions)
+    calls = 6 + len(task.gold_actions)
     assert rewards["task"] == 1.0
-    assert budget / calls < 1.0
+    assert SUCCESS_FLOOR < budget / calls < 1.0
     assert rewards["task+efficiency"] == rewards["partial+efficiency"] == pytest.approx(budget / calls)
     ri = info["reward_info"]
     factor = pytest.approx(budget / calls)
@@ -339,3 +390,71 @@ def test_the_oracle_earns_one_in_every_mode_where_the_gold_itself_makes_a_failin
         for task in tasks:
             reward, _, _, info = run_oracle(shaped, task)
             assert reward == info["reward_info"]["task_reward"] == 1.0, (mode, task.id, info["reward_info"])
+
+
+def _shotgun_tasks() -> list:
+    env = _env("telecom", "task")
+    return env.core.tasks("train")[:80] + env.core.tasks("test")
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_shotgun_of_guessed_writes_earns_no_shaped_reward_in_any_mode(mode):
+    """Over 80 telecom train tasks and the whole test split: wherever the task reward fails the shotgun, no mode
+    pays it anything (it used to earn partial credit for the gold rows its guesses happened to hit)."""
+    env = MuaEnv("telecom", split="test", reward=mode)
+    ran = 0
+    for task in _shotgun_tasks():
+        reward, _, _, info = run(env, task, ShotgunAgent())
+        ri = info["reward_info"]
+        ran += info["tool_calls"] >= 4  # it found the line and fired its writes
+        if ri["task_reward"] == 0.0:
+            assert reward == 0.0, (mode, task.id, ri)
+            if mode == "partial":
+                assert ri["partial_credit"] == 0.0, (task.id, ri)
+    assert ran > len(_shotgun_tasks()) * 0.9
+
+
+@pytest.mark.xfail(strict=True, reason="task basis: generated telecom tasks scored on ENV_ASSERTION+ACTION alone "
+                   "ignore extra writes, so the shotgun passes some roaming tasks (domains/telecom/taskgen.py)")
+def test_the_task_reward_itself_never_pays_the_shotgun():
+    env = _env("telecom", "task")
+    paid = [task.id for task in _shotgun_tasks() if run(env, task, ShotgunAgent())[0] > 0]
+    assert not paid, paid
+
+
+def test_a_gold_row_given_a_wrong_value_is_a_miss_and_an_extra_row():
+    """telecom-train-0-00009 wants 1.5 GB refuelled; the shotgun refuels 1.0 GB: those rows are wrong, not half
+    right, and its other writes are strays: no credit."""
+    env = MuaEnv("telecom", split="train", reward="partial")
+    task = next(t for t in env.core.tasks("train") if t.id == "telecom-train-0-00009")
+    reward, _, _, info = run(env, task, ShotgunAgent())
+    ri = info["reward_info"]
+    assert ri["task_reward"] == 0.0 and ri["rows_reproduced"] < ri["gold_rows_changed"]
+    assert ri["wrong_rows"] >= 1 and ri["stray_writes"] >= 1
+    assert ri["partial_credit"] == 0.0 and reward == 0.0
+
+
+def _extreme_infos() -> list[tuple[RewardInfo, dict]]:
+    """(scored episode, call counts) at the extremes: full and no partial credit, clean, many errors, far over
+    budget, no calls at all."""
+    infos = [RewardInfo(reward=reward, components={}, partial_credit=credit, db_diff={}, gold_rows_changed=rows,
+                        rows_reproduced=int(rows * credit), extra_rows_changed=0)
+             for reward in (0.0, 1.0) for credit in (0.0, 0.5, 1.0) for rows in (0, 4)]
+    counts = [{"calls": calls, "invalid_calls": bad, "gold_calls": gold, "gold_invalid_calls": 0}
+              for calls, bad, gold in ((0, 0, 0), (1, 0, 1), (12, 6, 3), (12, 12, 1), (200, 0, 1), (200, 200, 1),
+                                       (3, 0, 3))]
+    return [(info, c) for info in infos for c in counts]
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_the_worst_success_out_earns_the_best_failure_in_every_mode(mode):
+    parsed = reward_mode(mode)
+    paid = {True: [], False: []}
+    for info, counts in _extreme_infos():
+        shaped = shape(parsed, info, **counts).shaped_reward
+        paid[info.reward == 1.0].append(shaped)
+    assert SUCCESS_FLOOR <= min(paid[True]) and max(paid[True]) == 1.0
+    assert 0.0 == min(paid[False]) and max(paid[False]) <= PARTIAL_FAILURE_SCALE
+    assert min(paid[True]) > max(paid[False]), (mode, min(paid[True]), max(paid[False]))
+    if parsed.base == "partial":
+        assert max(paid[False]) == PARTIAL_FAILURE_SCALE  # the best failure: full credit, clean, within budget
