@@ -63,8 +63,10 @@ def test_the_fuzzer_catches_exceptions_and_slow_steps(monkeypatch):
         calls["n"] += 1
         if calls["n"] % 50 == 0:
             raise RuntimeError("boom")
-        if calls["n"] == 7:
-            time.sleep(testing.SLOW_STEP_S)
+        if calls["n"] == 7:  # a step that burns the CPU (the fuzzer times CPU, not the wall clock)
+            end = time.thread_time() + testing.SLOW_STEP_S
+            while time.thread_time() < end:
+                pass
         return real(action, parser, turn)
 
     monkeypatch.setattr(env_module, "to_assistant_message", flaky)
