@@ -7,7 +7,8 @@ structures, many calls in one message, long spam texts, and valid calls with val
 calls, so that some succeed and write) and checks after every step that:
 
 - nothing raised out of ``step`` (or ``reset``), and no step took ``SLOW_STEP_S`` CPU seconds or more (this
-  thread's CPU time: what a super-linear parser costs, whatever else the machine is running);
+  thread's CPU time, with the garbage collector paused: what a super-linear parser costs, whatever else the
+  machine is running and however large the rest of the process's heap is);
 - a step whose tool messages were all errors, or whose action was unreadable, with no user turn, left the world's
   ``state_hash`` unchanged;
 - a terminal step's reward is a float in [0, 1];
@@ -19,6 +20,7 @@ it in CI and ``benchmarks/fuzz.py`` at scale.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import time
@@ -428,6 +430,8 @@ def fuzz(domain: str, user: str, actions: int, seed: int, *, world_params: dict[
         action = fuzzer.action()
         before = env.world.state_hash()
         seen = len(core.messages())
+        collecting = gc.isenabled()
+        gc.disable()  # a collection walks the whole process's heap: in a long test session, seconds of it
         started = time.thread_time()
         try:
             obs, reward, terminated, truncated, info = env.step(action)
@@ -436,7 +440,10 @@ def fuzz(domain: str, user: str, actions: int, seed: int, *, world_params: dict[
             counts._fail(seed, index, f"step raised {type(exc).__name__}: {str(exc)[:200]}", action)
             need_reset = True
             continue
-        elapsed = time.thread_time() - started
+        finally:
+            elapsed = time.thread_time() - started
+            if collecting:
+                gc.enable()
         counts.actions += 1
         counts.slowest_step_s = max(counts.slowest_step_s, elapsed)
         if elapsed >= SLOW_STEP_S:

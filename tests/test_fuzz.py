@@ -73,3 +73,30 @@ def test_the_fuzzer_catches_exceptions_and_slow_steps(monkeypatch):
     counts = fuzz("mock", "scripted", 200, seed=3)
     assert counts.exceptions == 4 and counts.slow_steps == 1 and not counts.ok
     assert any("RuntimeError: boom" in f for f in counts.failures)
+
+
+def test_the_fuzzer_times_steps_without_the_garbage_collector(monkeypatch):
+    """A collection walks the whole heap of a long test session (seconds of CPU after the trainer tests): that
+    is not the step's cost, so the fuzzer pauses the collector while it times a step and restores it after."""
+    import gc
+
+    from mua_gym import env as env_module
+
+    real = env_module.to_assistant_message
+    seen = []
+
+    def watched(action, parser, turn):
+        seen.append(gc.isenabled())
+        return real(action, parser, turn)
+
+    monkeypatch.setattr(env_module, "to_assistant_message", watched)
+    assert gc.isenabled()
+    counts = fuzz("mock", "scripted", 50, seed=3)
+    assert counts.actions == 50 and len(seen) >= 40 and not any(seen)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        fuzz("mock", "scripted", 5, seed=3)
+        assert not gc.isenabled()  # a caller's own choice is left as it was
+    finally:
+        gc.enable()
