@@ -22,6 +22,10 @@ observation; a message without tool calls goes to the user simulator and its rep
     reward: judge success on it, whatever the mode), ``shaped_reward`` (the step's reward), ``base_reward``
     and each shaping term's inputs. A truncated episode earns 0.0 in every mode and has no ``reward_info``.
 
+A curriculum may narrow what the agent sees: ``policy=`` replaces the domain's policy text, and ``tools=``
+offers the agent only the named tools (a call to any other is an error that runs nothing); such an env plays
+only the tasks whose gold agent calls all use offered tools, so every task it plays stays solvable.
+
 Nothing an agent sends makes ``step`` raise.
 """
 
@@ -101,6 +105,8 @@ class AsyncMuaEnv:
         judge: Judge | str | None = None,
         judge_kwargs: dict[str, Any] | None = None,
         check_models: bool = False,
+        policy: str | None = None,
+        tools: list[str] | None = None,
     ) -> None:
         from mua_gym.registry import get_domain
 
@@ -135,11 +141,20 @@ class AsyncMuaEnv:
         # (message, trainable, visible to the agent); made into TrajectoryEntry models only when asked for.
         self._entries: list[tuple[Any, bool, bool]] = []
         self._user_view: list[Any] = []
-        self._policy = self.domain.policy_text(world, **self.world_params)
+        self._policy = self.domain.policy_text(world, **self.world_params) if policy is None else str(policy)
         # Every episode opens with the same system message: made once (its OpenAI dict is copied per episode).
         self._system = SystemMessage(content=self._policy)
         self._system_openai = to_openai(self._system)
         self.tool_schemas = self.domain.toolkit(world).schemas()
+        self.offered_tools: frozenset[str] | None = None
+        if tools is not None:
+            known = [t["function"]["name"] for t in self.tool_schemas]
+            unknown = sorted(set(tools) - set(known))
+            if unknown or not tools:
+                raise ValueError(f"tools must name some of {self.domain.name}'s agent tools ({', '.join(known)}); "
+                                 f"unknown: {', '.join(unknown) or '(none named)'}")
+            self.offered_tools = frozenset(tools)
+            self.tool_schemas = [t for t in self.tool_schemas if t["function"]["name"] in self.offered_tools]
         self._user_tool_schemas = self.domain.user_tools.schemas() if self.domain.user_tools else None
         self._done = True
         self._terminated = self._truncated = False
@@ -152,14 +167,27 @@ class AsyncMuaEnv:
 
     # -- tasks -------------------------------------------------------------------------------------
     def tasks(self, split: str | None = None) -> list[Task]:
+        """The tasks of ``split`` (the env's own if None) that this env plays: with ``tools=``, those whose gold
+        agent calls all use offered tools."""
         if self._tasks is not None:
-            return self._tasks if split is None else [t for t in self._tasks if t.split == split]
-        return self.domain.tasks(split or self.split, self.source, **self.world_params)
+            pool = self._tasks if split is None else [t for t in self._tasks if t.split == split]
+        else:
+            pool = self.domain.tasks(split or self.split, self.source, **self.world_params)
+        return pool if self.offered_tools is None else [t for t in pool if not self._missing_tools(t)]
+
+    def _missing_tools(self, task: Task) -> list[str]:
+        """The tools ``task``'s gold agent calls need that this env does not offer."""
+        if self.offered_tools is None:
+            return []
+        return sorted({a.name for a in task.gold_actions if a.requestor == "assistant"} - self.offered_tools)
 
     def _pick_task(self, options: dict[str, Any]) -> Task:
         if "task" in options:
             task = options["task"]
-            return task if isinstance(task, Task) else Task.model_validate(task)
+            task = task if isinstance(task, Task) else Task.model_validate(task)
+            if missing := self._missing_tools(task):
+                raise ValueError(f"task {task.id!r} needs tools this env does not offer: {', '.join(missing)}")
+            return task
         if "task_id" in options:
             wanted = str(options["task_id"])
             # the env's own split first: the others may be thousands of generated tasks, made on first use
@@ -168,7 +196,8 @@ class AsyncMuaEnv:
                 for task in self.tasks(split):
                     if task.id == wanted:
                         return task
-            raise KeyError(f"no task {wanted!r} in domain {self.domain.name!r} ({self.source})")
+            offered = "" if self.offered_tools is None else " that the offered tools can solve"
+            raise KeyError(f"no task {wanted!r}{offered} in domain {self.domain.name!r} ({self.source})")
         pool = self.tasks(options.get("split"))
         if not pool:
             raise ValueError(f"no tasks in split {options.get('split') or self.split!r}")
@@ -322,6 +351,8 @@ class AsyncMuaEnv:
                 result = ToolResult.failure(
                     f"malformed tool call ({malformed_reason(call.function.arguments)}); expected a JSON object "
                     "with 'name' and 'arguments', got: " + call.function.arguments[:300])
+            elif self.offered_tools is not None and call.function.name not in self.offered_tools:
+                result = ToolResult.failure(f"tool '{str(call.function.name)[:200]}' is not offered in this env")
             else:
                 result = self.world.call_tool(call.function.name, call.function.arguments, "assistant")
             if result.error:

@@ -61,13 +61,17 @@ class EvalConfig(BaseModel):
     num_tasks: int | None = Field(None, ge=1)
     seed: int = 0
     max_turns: int = Field(30, ge=1)
+    #: A curriculum's narrowing of each env (see :mod:`mua_gym.env`): a policy text replacing the domain's, and
+    #: the only agent tools offered (the run then plays only tasks those tools solve).
+    policy: str | None = None
+    tools: list[str] | None = None
 
     def env_kwargs(self) -> dict[str, Any]:
         """The :func:`mua_gym.make_async` keywords of each env of the run."""
         from mua_gym import make_kwargs
 
         return make_kwargs(split=self.split, max_turns=self.max_turns, user=self.user, user_kwargs=self.user_kwargs,
-                           world=self.world, world_params=self.world_params)
+                           world=self.world, world_params=self.world_params, policy=self.policy, tools=self.tools)
 
     def run_key(self) -> dict[str, Any]:
         """What must match for a folder's episodes to be this run's, as ``run.json`` records it: concurrency may
