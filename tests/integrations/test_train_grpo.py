@@ -69,3 +69,42 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
     assert json.loads((out / "summary.json").read_text()) == summary
     with pytest.raises(SystemExit, match="must be a multiple"):
         recipe.main(["--env", "mua/Mock-v0", "--num-generations", "2", "--batch", "3", "--out", str(out)])
+
+
+@pytest.mark.slow
+def test_the_recipe_warms_up_on_demonstrations_of_a_narrowed_curriculum(tmp_path, tokenizer, monkeypatch):
+    """``--warmup-episodes`` with ``--policy-file`` and ``--tools``: the fair agent's solved train episodes become
+    the SFT rows (the GRPO loop's conversations, under the short policy and only the offered tools), SFT lowers
+    their loss, and held-out success is measured on the base model too, in an eval folder of its own."""
+    import torch
+
+    from integrations.steered_llama import tiny_llama
+    from mua_gym.evaluation import read_run
+
+    recipe = _recipe()
+    model = tiny_llama(tokenizer, seed=2)
+    monkeypatch.setattr(recipe, "load_model", lambda args: (model, tokenizer))
+    policy = tmp_path / "policy.md"
+    policy.write_text("Answer customers' questions about their own orders. Identify them first.")
+    tools = "find_user_id_by_email,find_user_id_by_name_zip,get_order_details"
+    out, threads = tmp_path / "run", torch.get_num_threads()
+    try:
+        summary = recipe.main(["--difficulty", "1", "--categories", "information", "--policy-file", str(policy),
+                               "--tools", tools, "--warmup-episodes", "3", "--warmup-epochs", "3",
+                               "--warmup-lr", "3e-3", "--steps", "1", "--train-tasks", "4", "--eval-tasks", "2",
+                               "--num-generations", "2", "--batch", "2", "--max-completion-length", "16",
+                               "--threads", "1", "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    warmup = summary["warmup"]
+    assert warmup["tasks"] == warmup["demonstrations"] == 3 and warmup["steps"] == 9
+    assert warmup["last_loss"] < warmup["first_loss"]
+    rows = [json.loads(line) for line in (out / "warmup-sft.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(r["messages"][0]["content"].startswith(policy.read_text()) for r in rows)
+    offered = {s["function"]["name"] for s in json.loads(rows[0]["tools"])}
+    assert offered == {*tools.split(","), "send_message_to_user"}
+    for side in ("base", "before", "after"):
+        run = read_run(out / f"eval-{side}")
+        assert run.config.policy == policy.read_text() and run.config.tools == tools.split(",")
+        assert len(run.results) == 2 and all(r.category == "information" for r in run.results)
+    assert summary["base_pass_1"] == 0.0 and summary["tools"] == tools
