@@ -7,7 +7,6 @@ trains on for that row, and the loss must fall on exactly the agent's turns.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -19,7 +18,7 @@ torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
 from mua_gym.integrations import trl as mua_trl  # noqa: E402
-from integrations.trl_scripts import END, hermes  # noqa: E402
+from integrations.trl_scripts import END, hermes, play  # noqa: E402
 
 RETAIL = "mua/Retail-v0"
 NARROW = {"world_params": {"difficulty": 1}, "user": "scenario", "max_turns": 12,
@@ -44,23 +43,7 @@ def replay(tokenizer, row, **make_kwargs):
     opening = row["messages"][1]["content"]
     model = tiny_llama(tokenizer).steer(tokenizer, {opening: agent_turns(row)})
     agent = mua_trl.PolicyAgent(model, tokenizer, max_completion_length=4096, temperature=0.0)
-
-    async def play():
-        env = mua_gym.make_async(RETAIL, **make_kwargs)
-        try:
-            observation, info = await env.reset(seed=0, options={"task_id": row["task_id"]})
-            agent.reset(info)
-            while not env.done:
-                action = await agent.aact(observation)
-                if agent.stopped:
-                    await env.finish()
-                    break
-                observation, *_ = await env.step(action)
-            return env.trajectory()
-        finally:
-            await env.aclose()
-
-    return agent, asyncio.run(play())
+    return agent, play(RETAIL, agent, row["task_id"], seed=0, **make_kwargs)
 
 
 @pytest.fixture(scope="module")

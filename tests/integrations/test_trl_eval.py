@@ -14,14 +14,13 @@ import json
 
 import pytest
 
-import mua_gym
 
 trl = pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from mua_gym.integrations import trl as mua_trl  # noqa: E402
-from integrations.trl_scripts import GOODBYE, hermes, oracle_turns, say  # noqa: E402
+from integrations.trl_scripts import GOODBYE, hermes, oracle_turns, play, say  # noqa: E402
 
 MOCK, RETAIL = "mua/Mock-v0", "mua/Retail-v0"
 
@@ -30,27 +29,6 @@ MOCK, RETAIL = "mua/Mock-v0", "mua/Retail-v0"
 
 
 
-
-
-async def aplay(env_id: str, agent: mua_trl.PolicyAgent, task_id: str, seed: int, **make_kwargs):
-    """One episode as the eval engine plays it, ended where the agent stops as TRL's get_reward ends it."""
-    env = mua_gym.make_async(env_id, **make_kwargs)
-    try:
-        observation, info = await env.reset(seed=seed, options={"task_id": task_id})
-        agent.reset(info)
-        while not env.done:
-            action = await agent.aact(observation)
-            if agent.stopped:
-                await env.finish()
-                break
-            observation, *_ = await env.step(action)
-        return env.trajectory()
-    finally:
-        await env.aclose()
-
-
-def play(env_id: str, agent: mua_trl.PolicyAgent, task_id: str, seed: int, **make_kwargs):
-    return asyncio.run(aplay(env_id, agent, task_id, seed, **make_kwargs))
 
 
 @pytest.fixture(scope="module", autouse=True)

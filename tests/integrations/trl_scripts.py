@@ -4,6 +4,7 @@ the end-of-turn token, and the oracle's play of a task turned into such turns (t
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -46,3 +47,24 @@ def oracle_turns(env_id: str, task_id: str, seed: int | None, **make_kwargs: Any
                 return opening, turns + [GOODBYE]
     finally:
         env.close()
+
+
+async def aplay(env_id: str, agent: Any, task_id: str, seed: int, **make_kwargs):
+    """One episode as the eval engine plays it, ended where the agent stops as TRL's get_reward ends it."""
+    env = mua_gym.make_async(env_id, **make_kwargs)
+    try:
+        observation, info = await env.reset(seed=seed, options={"task_id": task_id})
+        agent.reset(info)
+        while not env.done:
+            action = await agent.aact(observation)
+            if agent.stopped:
+                await env.finish()
+                break
+            observation, *_ = await env.step(action)
+        return env.trajectory()
+    finally:
+        await env.aclose()
+
+
+def play(env_id: str, agent: Any, task_id: str, seed: int, **make_kwargs):
+    return asyncio.run(aplay(env_id, agent, task_id, seed, **make_kwargs))
