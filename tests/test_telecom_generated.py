@@ -121,8 +121,10 @@ def test_counts_splits_families_and_personas(telecom, train_tasks, test_tasks):
     assert all(t.evaluation.reward_basis == ["ENV_ASSERTION", "ACTION"] and t.difficulty == 3 and
                t.evaluation.actions[0].name == "transfer_to_human_agents" and t.evaluation.actions[0].compare_args == []
                for t in traps)
-    # Every task also asks for the policy's first look-ups (the customer, then the line): no blind fixer is paid.
-    assert all(t.evaluation.reward_basis == ["ENV_ASSERTION", "ACTION"] and
+    # Every task also asks for the policy's first look-ups (the customer, then the line): no blind fixer is paid;
+    # and, but for traps, for the gold world itself (DB): a write nobody asked for fails it.
+    assert all(t.evaluation.reward_basis[-2:] == ["ENV_ASSERTION", "ACTION"] and
+               ("DB" in t.evaluation.reward_basis) == (not t.user_scenario.facts["trap"]) and
                [(a.name, a.arguments) for a in t.evaluation.actions if a.name != "transfer_to_human_agents"] ==
                [("get_customer_by_phone", {"phone_number": t.user_scenario.facts["phone_number"]}),
                 ("get_details_by_id", {"id": t.user_scenario.facts["line_id"]})] for t in train_tasks)

@@ -26,12 +26,14 @@ A fault is injected by the domain's setup helpers (task initial actions with req
 always ``set_user_info`` for the chosen line), and fixed by gold actions of both sides: the user's
 (``toggle_airplane_mode``, ``reseat_sim_card``, ``reset_apn_settings`` + ``reboot_device``, ...) and the agent's
 (``enable_roaming``, ``refuel_data``, ``send_payment_request`` + ``resume_line``, ...), with the look-ups and
-phone checks a careful agent makes on the way. Every task is judged by env assertions (``ENV_ASSERTION``) and by
-the look-ups the policy makes the agent's first step (``ACTION``: ``get_customer_by_phone`` with the number the
-customer gives, ``get_details_by_id`` on that number's line): a phone fixed without them, say by a script that
-asks for every fix in turn without diagnosing anything, earns nothing. The **traps**: a SIM locked with a PIN or
-PUK code, or a line suspended after its contract ended, which no tool may fix; the right answer adds
-``transfer_to_human_agents`` (``ACTION`` with ``compare_args=[]``), and the service must still be down at the end.
+phone checks a careful agent makes on the way. Every task but a trap is judged by the whole final world against
+the gold one (``DB``: a write nobody asked for, a data top-up or roaming turned on, fails it); every task by env
+assertions (``ENV_ASSERTION``) and by the look-ups the policy makes the agent's first step (``ACTION``:
+``get_customer_by_phone`` with the number the customer gives, ``get_details_by_id`` on that number's line): a
+phone fixed without them, say by a script that asks for every fix in turn without diagnosing anything, earns
+nothing. The **traps**: a SIM locked with a PIN or PUK code, or a line suspended after its contract ended, which
+no tool may fix; the right answer adds ``transfer_to_human_agents`` (``ACTION`` with ``compare_args=[]``), and the
+service must still be down at the end.
 
 ``difficulty`` 1-3 is the number of faults; at 3, one task in three swaps a fault for a trap. Personas differ in
 skill and manner (a confident user, an everyday one, a novice who says little, a hurried one). Splits are
@@ -126,7 +128,7 @@ FAMILY_NAMES = tuple(FAMILIES)
 PLAN_TERMS = {"roaming": ("roaming",), "usage": ("refuel", "top up", "gb of data"),
               "suspension": ("payment request", "bill", "resume")}
 COUNTRIES = ("Portugal", "Japan", "Canada", "Morocco", "Norway", "Chile", "Vietnam", "Greece", "Mexico", "Kenya")
-REFUEL_AMOUNTS = (1.0, 1.5, 2.0)
+REFUEL_AMOUNTS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 PERSONAS: dict[str, dict[str, Any]] = {
     "confident": dict(disclosure="forthcoming", patience=25, verbosity="terse", tone="matter-of-fact",
                       description="A confident, tech-savvy customer who knows the phone's settings well and carries "
@@ -378,7 +380,8 @@ class _Maker:
         if refuel_gb is not None:
             intent["refuel_gb"] = refuel_gb
         evaluation = EvaluationSpec(
-            reward_basis=["ENV_ASSERTION", "ACTION"],
+            # A trap is judged on the hand-off and the service still down, not on which phone faults got fixed first.
+            reward_basis=["ENV_ASSERTION", "ACTION"] if trap_slot else ["DB", "ENV_ASSERTION", "ACTION"],
             actions=([transfer] if transfer is not None else []) + lookups,
             env_assertions=[EnvAssertion(name=n, arguments=a) for n, a in assertions])
         return Task(
