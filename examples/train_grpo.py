@@ -18,7 +18,8 @@ template (SmolLM2's own has no tools).
 ``mua-gym report`` and ``mua-gym compare`` read them), ``curve.jsonl`` (one line per logged step: train reward
 as the env paid it and as TRL logged it, the rollouts' task success, the share of groups whose rewards are all
 equal (no advantage: nothing to learn from) and of all-failed and all-solved groups, turns, tool errors,
-loss), ``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before and after GRPO, the
+loss, the share of rollouts TRL cut at ``--max-completion-length``, which counts tool results too),
+``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before and after GRPO, the
 difference and its 95% bootstrap interval, the warm-up's losses, steps, rollouts, wall time).
 """
 
@@ -224,7 +225,8 @@ def curve_point(step: int, rows: list[dict[str, Any]], logs: dict[str, Any]) -> 
             "all_solved_groups": share(lambda g: all(r["success"] for r in g)),
             "turns": mean("turns"), "tool_calls": mean("tool_calls"), "tool_errors": mean("tool_errors"),
             "loss": logs.get("loss"), "trl_reward": logs.get("reward"),
-            "trl_frac_reward_zero_std": logs.get("frac_reward_zero_std")}
+            "trl_frac_reward_zero_std": logs.get("frac_reward_zero_std"),
+            "trl_clipped_ratio": logs.get("completions/clipped_ratio")}  # rollouts cut by --max-completion-length
 
 
 def plot(curve: list[dict[str, Any]], before: float, after: float, path: Path) -> None:
@@ -234,8 +236,9 @@ def plot(curve: list[dict[str, Any]], before: float, after: float, path: Path) -
     top, bottom = figure.subplots(2, 1, sharex=True)
     steps = [p["step"] for p in curve]
     for key, label in (("train_reward", "train reward (shaped)"), ("success", "rollout task success"),
-                       ("equal_reward_groups", "groups with no advantage"), ("all_solved_groups", "all-solved groups")):
-        top.plot(steps, [p[key] for p in curve], marker=".", label=label)
+                       ("equal_reward_groups", "groups with no advantage"), ("all_solved_groups", "all-solved groups"),
+                       ("trl_clipped_ratio", "rollouts cut at the token budget")):
+        top.plot(steps, [float(p.get(key) or 0.0) for p in curve], marker=".", label=label)
     last = steps[-1] if steps else 0
     top.plot([0, last], [before, after], "k--o", label=f"held-out pass^1 {before:.2f} -> {after:.2f}")
     top.set_ylim(-0.05, 1.05)
