@@ -18,7 +18,8 @@ template (SmolLM2's own has no tools).
 ``mua-gym report`` and ``mua-gym compare`` read them), ``curve.jsonl`` (one line per logged step: train reward
 as the env paid it and as TRL logged it, the rollouts' task success, the share of groups whose rewards are all
 equal (no advantage: nothing to learn from) and of all-failed and all-solved groups, turns, tool errors,
-loss, the share of rollouts TRL cut at ``--max-completion-length``, which counts tool results too),
+loss, and TRL's clipped ratio: rollouts cut inside a model turn; TRL also counts tool results against
+``--max-completion-length`` and ends a rollout whose results overflow it, which that ratio does not show),
 ``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before and after GRPO, the
 difference and its 95% bootstrap interval, the warm-up's losses, steps, rollouts, wall time).
 """
@@ -64,6 +65,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup-episodes", type=int, default=0,
                    help="a cold start before GRPO: supervised fine-tuning on the fair scripted agent's solved "
                         "episodes of this many train tasks (0: none)")
+    p.add_argument("--no-base-eval", action="store_true",
+                   help="with a warm-up, skip evaluating the base model (one that never calls a tool writes to the "
+                        "token budget every turn: the slowest evaluation of a run)")
     p.add_argument("--warmup-epochs", type=float, default=1.0)
     p.add_argument("--warmup-lr", type=float, default=5e-5)
     p.add_argument("--reward", default="partial+validity", help="the env's reward mode for training")
@@ -226,7 +230,8 @@ def curve_point(step: int, rows: list[dict[str, Any]], logs: dict[str, Any]) -> 
             "turns": mean("turns"), "tool_calls": mean("tool_calls"), "tool_errors": mean("tool_errors"),
             "loss": logs.get("loss"), "trl_reward": logs.get("reward"),
             "trl_frac_reward_zero_std": logs.get("frac_reward_zero_std"),
-            "trl_clipped_ratio": logs.get("completions/clipped_ratio")}  # rollouts cut by --max-completion-length
+            # TRL's: rollouts whose last token is no end of turn (a cut among tool results does not count)
+            "trl_clipped_ratio": logs.get("completions/clipped_ratio")}
 
 
 def plot(curve: list[dict[str, Any]], before: float, after: float, path: Path) -> None:
@@ -237,7 +242,7 @@ def plot(curve: list[dict[str, Any]], before: float, after: float, path: Path) -
     steps = [p["step"] for p in curve]
     for key, label in (("train_reward", "train reward (shaped)"), ("success", "rollout task success"),
                        ("equal_reward_groups", "groups with no advantage"), ("all_solved_groups", "all-solved groups"),
-                       ("trl_clipped_ratio", "rollouts cut at the token budget")):
+                       ("trl_clipped_ratio", "TRL clipped ratio")):
         top.plot(steps, [float(p.get(key) or 0.0) for p in curve], marker=".", label=label)
     last = steps[-1] if steps else 0
     top.plot([0, last], [before, after], "k--o", label=f"held-out pass^1 {before:.2f} -> {after:.2f}")
@@ -320,7 +325,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     eval_ids = task_ids(args, args.eval_split, args.eval_tasks)
     base, warmup = None, None
     if args.warmup_episodes:
-        base = held_out(args, model, tokenizer, "base", eval_ids)
+        if not args.no_base_eval:
+            base = held_out(args, model, tokenizer, "base", eval_ids)
         warmup = warm_up(args, model, tokenizer, train_ids)
     before = held_out(args, model, tokenizer, "before", eval_ids)
     trainer, rollouts, curve = train(args, model, tokenizer, train_ids)
