@@ -509,9 +509,8 @@ def demonstrations(env_id: str, task_ids: list[str], *, agent: str = "fair", see
                     {"type": "function", "function": {"name": name, "arguments": arguments}}]})
                 messages.append({"role": "tool", "name": name, "content": result})
             messages.append({"role": "assistant", "content": ""})
-            trajectory = player.env.trajectory()
-            player.get_reward()
-            if player.env.trajectory().task_reward == 1.0 and trajectory.task_reward in (None, 1.0):
+            player.get_reward()  # scores the replay (the episode has ended, or ends here as TRL would end it)
+            if player.env.trajectory().task_reward == 1.0:
                 rows.append({"messages": messages, "tools": schemas, "task_id": task_id})
     finally:
         env.close()
