@@ -145,6 +145,20 @@ def test_counts_splits_families_and_personas(telecom, train_tasks, test_tasks):
                                   "toggle_wifi_calling", "set_network_mode_preference", "toggle_data_saver_mode"))
 
 
+def test_every_refuel_stays_within_the_policys_cap(train_tasks, test_tasks):
+    """The policy allows at most 2 GB of top-ups per line in a cycle, earlier ones included: a task whose fix needs
+    more would pay the agent that breaks the policy and fail the one that keeps it."""
+    refuels = [t for t in train_tasks + test_tasks if "usage" in t.user_scenario.facts["faults"]]
+    assert len(refuels) > 100
+    for task in refuels:
+        asked = [a.arguments["gb_amount"] for a in task.gold_actions if a.name == "refuel_data"]
+        assert len(asked) == 1 and asked[0] in (0.5, 1.0, 1.5, 2.0), (task.id, asked)
+        if not task.user_scenario.facts["trap"]:  # a trap is judged on the hand-off, not on the refuel
+            total = [a.arguments["expected_amount"] for a in task.evaluation.env_assertions
+                     if a.name == "assert_data_refueling_amount"]
+            assert len(total) == 1 and total[0] <= 2.0 + 1e-9, (task.id, total)
+
+
 def test_a_sample_of_train_tasks_verifies(telecom, train_tasks):
     assert all(verify_task(telecom, t) for t in train_tasks[::25])
 

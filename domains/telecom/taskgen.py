@@ -128,7 +128,9 @@ FAMILY_NAMES = tuple(FAMILIES)
 PLAN_TERMS = {"roaming": ("roaming",), "usage": ("refuel", "top up", "gb of data"),
               "suspension": ("payment request", "bill", "resume")}
 COUNTRIES = ("Portugal", "Japan", "Canada", "Morocco", "Norway", "Chile", "Vietnam", "Greece", "Mexico", "Kenya")
-REFUEL_AMOUNTS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+REFUEL_AMOUNTS = (0.5, 1.0, 1.5, 2.0)
+#: The policy's cap on a line's top-ups in one billing cycle, earlier ones included.
+REFUEL_CAP_GB = 2.0
 PERSONAS: dict[str, dict[str, Any]] = {
     "confident": dict(disclosure="forthcoming", patience=25, verbosity="terse", tone="matter-of-fact",
                       description="A confident, tech-savvy customer who knows the phone's settings well and carries "
@@ -251,7 +253,12 @@ class _Maker:
                                          len(PERSONA_NAMES) - 1)]
         country = self.pick(COUNTRIES) if "roaming" in faults else None
         plan = self.snap.plans[line["plan_id"]]
-        refuel_gb = self.pick(REFUEL_AMOUNTS) if "usage" in faults else None
+        refuel_gb = None
+        if "usage" in faults:
+            allowed = [a for a in REFUEL_AMOUNTS if line["data_refueling_gb"] + a <= REFUEL_CAP_GB + 1e-9]
+            if not allowed:  # the line is at the cap: no refuel the policy allows could fix it
+                return None
+            refuel_gb = self.pick(allowed)
         bill_id = self.fresh_bill_id() if "suspension" in faults else None
 
         setup = [_s("set_user_info", name=name, phone_number=number)]
