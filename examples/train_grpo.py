@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-base-eval", action="store_true",
                    help="with a warm-up, skip evaluating the base model (one that never calls a tool writes to the "
                         "token budget every turn: the slowest evaluation of a run)")
-    p.add_argument("--warmup-epochs", type=float, default=1.0)
+    p.add_argument("--warmup-epochs", type=float, default=1.0, help="the warm-up trains every weight, even with --lora")
     p.add_argument("--warmup-lr", type=float, default=5e-5)
     p.add_argument("--reward", default="partial+validity", help="the env's reward mode for training")
     p.add_argument("--steps", type=int, default=100)
@@ -160,6 +160,18 @@ def held_out(args: argparse.Namespace, model: Any, tokenizer: Any, label: str, i
     return evaluate(config, out=Path(args.out) / f"eval-{label}", agent_factory=factory)
 
 
+def fits_the_loop(args: argparse.Namespace, tokenizer: Any, row: dict[str, Any]) -> bool:
+    """Whether GRPO's loop could play ``row`` to its end: its completion (every token after the first prompt, tool
+    results included, as TRL counts them) within ``--max-completion-length`` and its rounds of calls within
+    ``--max-tool-calls``."""
+    tools = json.loads(row["tools"])
+    render = tokenizer.apply_chat_template
+    whole = render(row["messages"], tools=tools, tokenize=True, return_dict=False)
+    prompt = render(row["messages"][:2], tools=tools, tokenize=True, add_generation_prompt=True, return_dict=False)
+    rounds = sum(bool(m.get("tool_calls")) for m in row["messages"])
+    return len(whole) - len(prompt) <= args.max_completion_length and rounds <= args.max_tool_calls
+
+
 def warm_up(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[str]) -> dict[str, Any]:
     """The cold start: the fair scripted agent's solved episodes of train tasks, in the GRPO loop's own
     conversation form (``warmup-sft.jsonl``), trained on with TRL's SFTTrainer, loss on the agent's turns only."""
@@ -171,9 +183,12 @@ def warm_up(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: lis
 
     out = Path(args.out)
     tasks = train_ids[:args.warmup_episodes]
-    rows = mua_trl.demonstrations(args.env, tasks, split="train", seed=args.seed, **curriculum(args))
+    solved = mua_trl.demonstrations(args.env, tasks, split="train", seed=args.seed, **curriculum(args))
+    rows = [row for row in solved if fits_the_loop(args, tokenizer, row)]  # what GRPO's loop would not cut
     if not rows:
-        raise SystemExit(f"the fair agent solved none of the {len(tasks)} warm-up tasks: no demonstrations")
+        raise SystemExit(f"no demonstration: the fair agent solved {len(solved)} of the {len(tasks)} warm-up tasks, "
+                         f"and none fits --max-completion-length {args.max_completion_length} and "
+                         f"--max-tool-calls {args.max_tool_calls}")
     with open(out / "warmup-sft.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(row) + "\n" for row in rows)
     data = datasets.load_dataset("json", data_files=str(out / "warmup-sft.jsonl"), split="train",
@@ -185,7 +200,7 @@ def warm_up(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: lis
     trainer = SFTTrainer(model=model, args=sft, train_dataset=data, processing_class=tokenizer)
     result = trainer.train()
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
-    return {"tasks": len(tasks), "demonstrations": len(rows), "steps": trainer.state.global_step,
+    return {"tasks": len(tasks), "solved": len(solved), "demonstrations": len(rows), "steps": trainer.state.global_step,
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
             "train_loss": result.training_loss}
 
@@ -304,6 +319,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from mua_gym.compare import compare_runs, format_comparison
 
     args = parse_args(argv)
+    if args.no_base_eval and not args.warmup_episodes:
+        raise SystemExit("--no-base-eval skips the base model's evaluation of a warm-up run: give --warmup-episodes")
     if args.batch % args.num_generations:
         raise SystemExit(f"--batch ({args.batch}) must be a multiple of --num-generations ({args.num_generations})")
     out = Path(args.out)

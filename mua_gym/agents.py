@@ -112,13 +112,13 @@ class FairAgent(OracleAgent):
     """
 
     def reset(self, info: dict[str, Any]) -> None:
-        from mua_gym.fairness import Knowledge, domain_knowledge
+        from mua_gym.fairness import Knowledge, episode_knowledge
         from mua_gym.registry import get_domain
 
         super().reset(info)
         domain = get_domain(self.task.domain)
         self._tool_kinds = {name: domain.tools[name].kind for name in domain.tools.tools}
-        self.seen = Knowledge(domain_knowledge(domain, self.task.world.source))
+        self.seen = Knowledge(episode_knowledge(domain, self.task.world.source, info))
         self.gave_up: list[str] = []
         self._attempts = 0  # questions and nudges made for the next call
         self._proposed = False  # the next call (a write) was stated and awaits the user's answer

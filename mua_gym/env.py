@@ -24,7 +24,8 @@ observation; a message without tool calls goes to the user simulator and its rep
 
 A curriculum may narrow what the agent sees: ``policy=`` replaces the domain's policy text, and ``tools=``
 offers the agent only the named tools (a call to any other is an error that runs nothing); such an env plays
-only the tasks whose gold agent calls all use offered tools, so every task it plays stays solvable.
+only the tasks whose gold agent calls all use offered tools, so no task needs a tool it hides. A replacement
+policy is the caller's to keep sufficient: a task may need a rule only the domain's policy states.
 
 Nothing an agent sends makes ``step`` raise.
 """
@@ -147,6 +148,7 @@ class AsyncMuaEnv:
         self._system_openai = to_openai(self._system)
         self.tool_schemas = self.domain.toolkit(world).schemas()
         self.offered_tools: frozenset[str] | None = None
+        self._offered_tasks: dict[str | None, tuple[list[Task], list[Task]]] = {}
         if tools is not None:
             known = [t["function"]["name"] for t in self.tool_schemas]
             unknown = sorted(set(tools) - set(known))
@@ -173,7 +175,12 @@ class AsyncMuaEnv:
             pool = self._tasks if split is None else [t for t in self._tasks if t.split == split]
         else:
             pool = self.domain.tasks(split or self.split, self.source, **self.world_params)
-        return pool if self.offered_tools is None else [t for t in pool if not self._missing_tools(t)]
+        if self.offered_tools is None:
+            return pool
+        cached = self._offered_tasks.get(split)
+        if cached is None or cached[0] is not pool:  # the domain caches a split's list: filter it once
+            cached = self._offered_tasks[split] = (pool, [t for t in pool if not self._missing_tools(t)])
+        return cached[1]
 
     def _missing_tools(self, task: Task) -> list[str]:
         """The tools ``task``'s gold agent calls need that this env does not offer."""
@@ -491,7 +498,7 @@ class AsyncMuaEnv:
 
     @property
     def policy(self) -> str:
-        """The domain's policy text: every episode's system message."""
+        """The policy text every episode's system message holds: the domain's, or the ``policy=`` given."""
         return self._policy
 
     @property

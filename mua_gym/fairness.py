@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from mua_gym.domain import Domain
     from mua_gym.tools import ToolResult
 
-__all__ = ["ARGUMENT_QUESTIONS", "Knowledge", "MAX_COUNT", "PLAIN_QUESTIONS", "domain_knowledge", "leaf_values",
-           "unfair_values", "user_disclosures"]
+__all__ = ["ARGUMENT_QUESTIONS", "Knowledge", "MAX_COUNT", "PLAIN_QUESTIONS", "domain_knowledge", "episode_knowledge",
+           "leaf_values", "unfair_values", "user_disclosures"]
 
 #: Small counts an agent forms by counting what it has seen (passengers, bags, items).
 MAX_COUNT = 10
@@ -186,6 +186,26 @@ def domain_knowledge(domain: "Domain", source: str = "generated") -> Knowledge:
         _BASES[key] = found
     return found
 
+
+def episode_knowledge(domain: "Domain", source: str, info: dict[str, Any]) -> Knowledge:
+    """What an agent knows before an episode's first message: the policy and tool schemas its ``env.reset`` info
+    shows (a curriculum's ``policy=`` and ``tools=`` narrow them), else the domain's (:func:`domain_knowledge`)."""
+    policy, tools = info.get("policy"), info.get("tools")
+    if policy is None and tools is None:
+        return domain_knowledge(domain, source)
+    key = (domain, source, policy, json.dumps(tools))
+    found = _EPISODE_BASES.get(key)
+    if found is None:
+        found = Knowledge()
+        found.learn(domain.policy_text(source) if policy is None else policy)
+        found.learn(json.dumps(domain.toolkit(source).schemas() if tools is None else tools))
+        if domain.user_tools is not None:
+            found.learn(json.dumps(domain.user_tools.schemas()))
+        _EPISODE_BASES[key] = found
+    return found
+
+
+_EPISODE_BASES: dict[tuple["Domain", str, str | None, str], Knowledge] = {}
 
 #: The persona that volunteers nothing and never walks away (for tasks without a persona of their own).
 _QUIET = Persona(disclosure="minimal", patience=10 ** 6)

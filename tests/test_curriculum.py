@@ -60,3 +60,24 @@ def test_the_fair_agent_solves_a_narrowed_env_and_eval_records_the_narrowing(tmp
     assert trajectory.entries[0].message.content == SHORT
     assert {c.function.name for e in trajectory.entries for c in (getattr(e.message, "tool_calls", None) or [])
             } <= set(LOOKUPS)
+
+
+def test_the_fair_agent_knows_the_narrowed_policy_and_tools_not_the_domains():
+    """What the fair agent may use unasked is what the episode showed it: a value only the domain's own policy or
+    an unoffered tool's schema holds is not known, so its play checks the narrowed env's fairness."""
+    from mua_gym.agents import FairAgent
+
+    env = mua_gym.make("mua/Retail-v0", world_params={"difficulty": 1}, tools=LOOKUPS, policy=SHORT).unwrapped
+    full = mua_gym.make("mua/Retail-v0", world_params={"difficulty": 1}).unwrapped
+    try:
+        task_id = env.core.tasks("train")[0].id
+        for which, expect in ((env, False), (full, True)):
+            _, info = which.reset(seed=0, options={"task_id": task_id})
+            agent = FairAgent(which.core.task)
+            agent.reset(info)
+            assert agent.seen.knows("answer only from the tools") is not expect
+            assert agent.seen.knows("cancel_pending_order") is expect  # the full policy and schemas name it
+            assert agent.seen.knows("find_user_id_by_email")
+    finally:
+        env.close()
+        full.close()

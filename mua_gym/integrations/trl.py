@@ -469,7 +469,9 @@ def demonstrations(env_id: str, task_ids: list[str], *, agent: str = "fair", see
     dataset's system message, the user's opening, each action as a tool call, with ``send_message_to_user`` for
     words to the user, each result as a tool message, and an empty closing answer, as the loop ends), ``tools``
     (the class's tools' JSON schemas, as one JSON string, the form TRL's SFTTrainer decodes) and ``task_id``.
-    Only episodes whose replay earns a task reward of 1.0 are kept.
+    Only episodes whose replay earns a task reward of 1.0 are kept. The loop's budgets are not applied: a row may
+    be longer than ``max_completion_length`` (which counts tool results too) or hold more rounds of calls than
+    ``max_tool_calling_iterations`` allows, where the loop would cut it; checking them is the caller's.
     """
     import json
 

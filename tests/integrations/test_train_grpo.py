@@ -88,16 +88,19 @@ def test_the_recipe_warms_up_on_demonstrations_of_a_narrowed_curriculum(tmp_path
     policy.write_text("Answer customers' questions about their own orders. Identify them first.")
     tools = "find_user_id_by_email,find_user_id_by_name_zip,get_order_details"
     out, threads = tmp_path / "run", torch.get_num_threads()
+    argv = ["--difficulty", "1", "--categories", "information", "--policy-file", str(policy), "--tools", tools,
+            "--warmup-episodes", "3", "--warmup-epochs", "3", "--warmup-lr", "3e-3", "--steps", "1",
+            "--train-tasks", "4", "--eval-tasks", "2", "--num-generations", "2", "--batch", "2", "--threads", "1",
+            "--out", str(out)]
     try:
-        summary = recipe.main(["--difficulty", "1", "--categories", "information", "--policy-file", str(policy),
-                               "--tools", tools, "--warmup-episodes", "3", "--warmup-epochs", "3",
-                               "--warmup-lr", "3e-3", "--steps", "1", "--train-tasks", "4", "--eval-tasks", "2",
-                               "--num-generations", "2", "--batch", "2", "--max-completion-length", "16",
-                               "--threads", "1", "--out", str(out)])
+        # A demonstration GRPO's loop would cut (its tool results alone pass 64 tokens) is no demonstration.
+        with pytest.raises(SystemExit, match="solved 3 of the 3 warm-up tasks, and none fits"):
+            recipe.main([*argv, "--max-completion-length", "64", "--no-base-eval"])
+        summary = recipe.main([*argv, "--max-completion-length", "1024"])
     finally:
         torch.set_num_threads(threads)
     warmup = summary["warmup"]
-    assert warmup["tasks"] == warmup["demonstrations"] == 3 and warmup["steps"] == 9
+    assert warmup["tasks"] == warmup["solved"] == warmup["demonstrations"] == 3 and warmup["steps"] == 9
     assert warmup["last_loss"] < warmup["first_loss"]
     rows = [json.loads(line) for line in (out / "warmup-sft.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(r["messages"][0]["content"].startswith(policy.read_text()) for r in rows)
@@ -108,3 +111,5 @@ def test_the_recipe_warms_up_on_demonstrations_of_a_narrowed_curriculum(tmp_path
         assert run.config.policy == policy.read_text() and run.config.tools == tools.split(",")
         assert len(run.results) == 2 and all(r.category == "information" for r in run.results)
     assert summary["base_pass_1"] == 0.0 and summary["tools"] == tools
+    with pytest.raises(SystemExit, match="give --warmup-episodes"):
+        recipe.main(["--no-base-eval", "--out", str(out)])
