@@ -178,12 +178,17 @@ def domain_knowledge(domain: "Domain", source: str = "generated") -> Knowledge:
     key = (domain, source)
     found = _BASES.get(key)
     if found is None:
-        found = Knowledge()
-        found.learn(domain.policy_text(source))
-        found.learn(json.dumps(domain.toolkit(source).schemas()))
-        if domain.user_tools is not None:
-            found.learn(json.dumps(domain.user_tools.schemas()))
-        _BASES[key] = found
+        found = _BASES[key] = _base(domain, domain.policy_text(source), domain.toolkit(source).schemas())
+    return found
+
+
+def _base(domain: "Domain", policy: str, tools: list[dict[str, Any]]) -> Knowledge:
+    """A policy and the agent's tool schemas, with the domain's user tools, as one knowledge base."""
+    found = Knowledge()
+    found.learn(policy)
+    found.learn(json.dumps(tools))
+    if domain.user_tools is not None:
+        found.learn(json.dumps(domain.user_tools.schemas()))
     return found
 
 
@@ -196,12 +201,8 @@ def episode_knowledge(domain: "Domain", source: str, info: dict[str, Any]) -> Kn
     key = (domain, source, policy, json.dumps(tools))
     found = _EPISODE_BASES.get(key)
     if found is None:
-        found = Knowledge()
-        found.learn(domain.policy_text(source) if policy is None else policy)
-        found.learn(json.dumps(domain.toolkit(source).schemas() if tools is None else tools))
-        if domain.user_tools is not None:
-            found.learn(json.dumps(domain.user_tools.schemas()))
-        _EPISODE_BASES[key] = found
+        found = _EPISODE_BASES[key] = _base(domain, domain.policy_text(source) if policy is None else policy,
+                                            domain.toolkit(source).schemas() if tools is None else tools)
     return found
 
 

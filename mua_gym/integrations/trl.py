@@ -186,6 +186,12 @@ class _ToolRecorder(_MuaToolEnv):
         return ""
 
 
+def _tools_of(instance: _MuaToolEnv) -> list[Any]:
+    """The instance's tools as TRL lists them: its class's public functions by name, reset and get_reward left out."""
+    return [getattr(instance, name) for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+            if name not in ("reset", "get_reward") and not name.startswith("_")]
+
+
 #: Why a :class:`PolicyAgent` ended its episode, as TRL would have ended the rollout.
 STOP_REASONS = ("no_tool_call", "max_tool_calling_iterations", "max_completion_length", "max_model_length")
 
@@ -258,10 +264,7 @@ class PolicyAgent(Agent):
         """Forgets the last episode; ``info["tools"]`` (the env's schemas) become the TRL class's tools."""
         methods = _tool_methods(list(info.get("tools") or []), "the env")
         self._recorder = type("PolicyTools", (_ToolRecorder,), methods)()
-        # TRL lists an env's tools with inspect.getmembers on its class: by name, reset and get_reward left out.
-        self._tools = [getattr(self._recorder, name) for name, _ in
-                       inspect.getmembers(type(self._recorder), predicate=inspect.isfunction)
-                       if name not in ("reset", "get_reward") and not name.startswith("_")]
+        self._tools = _tools_of(self._recorder)
         self._callables = {tool.__name__: tool for tool in self._tools}
         self.messages: list[dict[str, Any]] = []
         self.prompt_ids: list[int] = []
@@ -485,9 +488,7 @@ def demonstrations(env_id: str, task_ids: list[str], *, agent: str = "fair", see
     rows = []
     try:
         system = {"role": "system", "content": env.core.policy + TALKING}
-        tools = [getattr(player, name) for name, _ in inspect.getmembers(factory, predicate=inspect.isfunction)
-                 if name not in ("reset", "get_reward") and not name.startswith("_")]
-        schemas = json.dumps([get_json_schema(tool) for tool in tools])
+        schemas = json.dumps([get_json_schema(tool) for tool in _tools_of(player)])
         for task_id in task_ids:
             observation, info = env.reset(seed=seed, options={"task_id": task_id})
             scripted = make_agent(agent, task=env.core.task, seed=seed)
