@@ -206,6 +206,11 @@ def _eval(args: argparse.Namespace) -> int:
             probe.check()
     except (ValidationError, ValueError) as exc:
         raise UsageError(redact(one_line(exc))) from None
+    deaf = _scripted_user_envs(args.env, args.user) if args.agent not in ("oracle", "random") else []
+    if deaf:
+        say(f"mua-gym: note: {', '.join(deaf)} plays the scripted user, who says its lines in order whatever the "
+            "agent asks; to benchmark an agent that asks, name --user scenario or --user litellm:<model>",
+            sys.stderr)
 
     import asyncio
 
@@ -269,6 +274,23 @@ def _eval(args: argparse.Namespace) -> int:
     if args.out:
         say(f"results in {args.out}")
     return 1 if summary.agent_errors or summary.user_errors else 0
+
+
+def _scripted_user_envs(env_ids: Sequence[str], user: str | None) -> list[str]:
+    """The env ids whose episodes would play the scripted user (named, or the domain's default)."""
+    import gymnasium
+
+    from mua_gym.registry import get_domain
+
+    found = []
+    for env_id in env_ids:
+        try:
+            name = user or get_domain(gymnasium.spec(env_id).kwargs["domain"]).default_user()
+        except Exception:  # an unknown id is the eval's own error to report
+            continue
+        if name == "scripted":
+            found.append(env_id)
+    return found
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -332,3 +332,17 @@ def test_an_agent_that_stops_has_the_world_scored_as_it_stands(tmp_path):
     assert 0 < done.pass_hat_k[1] < 1  # a task whose goodbye carried what to communicate is lost, as it should be
     idle = evaluate(config, agent_factory=lambda task, seed: StopsAtOnce(task))
     assert idle.pass_hat_k[1] == 0.0 and idle.mean_turns == 0  # nothing done, nothing stepped, nothing paid
+
+
+def test_an_agent_that_asks_is_told_when_its_user_is_the_scripted_one(capsys):
+    from mua_gym.cli import main
+
+    def note(*args):
+        assert main(["eval", "--num-tasks", "2", "--quiet", *args]) == 0
+        return [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
+
+    told = note("--env", "mua/Retail-v0", "--env", "mua/Telecom-v0", "--agent", "fair")
+    assert len(told) == 1 and "mua/Retail-v0 plays the scripted user" in told[0] and "Telecom" not in told[0]
+    assert "--user scenario" in told[0]
+    assert note("--env", "mua/Retail-v0", "--agent", "fair", "--user", "scenario") == []
+    assert note("--env", "mua/Retail-v0", "--agent", "oracle") == []  # the oracle never asks
