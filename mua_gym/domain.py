@@ -103,7 +103,7 @@ class Domain:
         return found
 
     def world_from_image(self, image: WorldImage, source: str = "generated") -> World:
-        return World(image, self.toolkit(source), self.user_tools, domain=self, after_call=self.after_tool_call,
+        return World(image, self.toolkit(source), self.user_tools, after_call=self.after_tool_call,
                      setup_tools=self.setup_tools)
 
     def scratch_world(self, image: WorldImage, source: str = "generated") -> World:

@@ -18,7 +18,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection, MetaData, create_engine
@@ -29,9 +29,6 @@ from sqlalchemy.sql import ClauseElement
 
 from mua_gym.jsonsafe import JSONError, clean_text, dumps, loads
 from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit
-
-if TYPE_CHECKING:
-    from mua_gym.domain import Domain
 
 __all__ = ["ChangeSet", "Delta", "Memory", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage", "WorldSnapshot"]
 
@@ -406,10 +403,9 @@ class World:
     """
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
-                 domain: "Domain | None" = None, after_call: Callable[["World"], None] | None = None,
+                 after_call: Callable[["World"], None] | None = None,
                  setup_tools: Toolkit | None = None) -> None:
         self.image = image
-        self.domain = domain
         self.tools = tools or Toolkit()
         self.user_tools = user_tools or Toolkit()
         #: Runs after every successful call, inside the call's savepoint (e.g. re-deriving coupled state).

@@ -1,0 +1,121 @@
+"""No import cycle among mua_gym's modules, the mapped ``domains/`` and ``user_sims/`` packages included.
+
+Every import counts, at module level or inside a function (a lazy import that closes a loop is still a loop),
+except those under ``if TYPE_CHECKING:``, which never run.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import importlib
+import importlib.util
+import pkgutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def package_modules() -> dict[str, str]:
+    """Every module of the packages setup.cfg installs (its package_dir mapping applied), name -> file."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    found: dict[str, str] = {}
+    for package in config["options"]["packages"].split():
+        module = importlib.import_module(package)
+        found[package] = module.__file__
+        for info in pkgutil.iter_modules(module.__path__, package + "."):
+            if not info.ispkg:
+                found[info.name] = importlib.util.find_spec(info.name).origin
+    return found
+
+
+def _type_only(tree: ast.AST) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(inner) for inner in ast.walk(node)}
+    return skipped
+
+
+def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
+    """The modules of ``modules`` that ``name`` (the file at ``path``) imports, anywhere but TYPE_CHECKING."""
+    tree = ast.parse(Path(path).read_text())
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    skipped = _type_only(tree)
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:
+                targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {t for t in targets if t in modules and t != name}
+
+
+def cycles(modules: dict[str, str]) -> list[list[str]]:
+    """The groups of two or more modules that import each other round a loop (Tarjan's strongly connected
+    components), each sorted."""
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+    for start in graph:  # iterative, so a deep chain cannot hit the recursion limit
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_no_module_of_the_package_imports_itself_round_a_loop():
+    modules = package_modules()
+    assert {"mua_gym.world", "mua_gym.user_sims.llm", "mua_gym.domains.telecom.phone"} <= set(modules)
+    assert cycles(modules) == []
+
+
+def test_the_walker_finds_a_loop_through_a_lazy_import_and_skips_a_type_only_one(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg import b\n",
+        "pkg/b.py": "def f():\n    from pkg.c import g\n",
+        "pkg/c.py": "from . import a\n",
+        "pkg/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.e import E\n",
+        "pkg/e.py": "import pkg.d\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    modules = {name[:-3].replace("/", ".").removesuffix(".__init__"): str(tmp_path / name) for name in files}
+    assert cycles(modules) == [["pkg.a", "pkg.b", "pkg.c"]]
