@@ -30,9 +30,15 @@ from sqlalchemy.sql import ClauseElement
 from mua_gym.jsonsafe import JSONError, clean_text, dumps, loads
 from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit
 
-__all__ = ["ChangeSet", "Delta", "Memory", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage", "WorldSnapshot"]
+__all__ = ["ChangeSet", "Delta", "Memory", "ReadToolWrote", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage",
+           "WorldSnapshot"]
 
 Requestor = Literal["assistant", "user", "setup"]
+
+
+class ReadToolWrote(ToolError):
+    """A tool declared ``kind="read"`` wrote rows: the call is undone and answered with this error."""
+
 Key = tuple[Any, ...]
 Row = tuple[Any, ...]
 
@@ -794,18 +800,14 @@ class World:
         except ToolError as exc:
             return ToolResult.failure(str(exc))
         self.requestor = requestor
-        if found.kind == "read" and self.after_call is None:  # reads change nothing: no savepoint (a hot path)
-            try:
-                return ToolResult(content=render_result(found.function(self, **kwargs) if found.takes_world
-                                                        else found.function(**kwargs)))
-            except Exception as exc:
-                return ToolResult.failure(str(exc) or type(exc).__name__)
-            finally:
-                self.requestor = "assistant"
+        written = self.raw.total_changes
         self._run("SAVEPOINT mua_tool")
         try:
             value = found.function(self, **kwargs) if found.takes_world else found.function(**kwargs)
             content = render_result(value)
+            if found.kind == "read" and self.raw.total_changes != written:
+                raise ReadToolWrote(f"tool '{name}' is declared kind='read' but wrote to the world; its writes were "
+                                    "undone (declare it kind='write')")
             if self.after_call is not None:
                 self.after_call(self)
         except Exception as exc:  # a failing tool must leave the world exactly as it was

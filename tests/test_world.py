@@ -204,6 +204,36 @@ def test_after_call_hook_runs_inside_the_call_and_setup_tools_are_separate(mock)
     assert r.content == "Error: sync refused" and w.state_hash() == before  # the hook is part of the atomic call
 
 
+@pytest.mark.parametrize("how", ["raw", "execute", "conn"])
+def test_a_read_tool_that_writes_is_an_error_and_its_writes_are_undone(mock, how):
+    from sqlalchemy import column, table, text, update
+
+    from mua_gym.tools import Toolkit, tool
+
+    @tool(kind="read")
+    def peek(world: World) -> str:
+        """Says it reads; writes."""
+        if how == "raw":
+            world.raw.execute("UPDATE products SET stock = 0")
+        elif how == "execute":
+            world.execute(update(table("products", column("stock"))).values(stock=0))
+        else:
+            world.conn.execute(text("UPDATE products SET stock = 0"))
+        return "fine"
+
+    @tool(kind="read")
+    def count() -> int:
+        """Reads nothing from the world."""
+        return 3
+
+    w = World(mock.image(), Toolkit.of(peek, count))
+    before = w.state_hash()
+    r = w.call_tool("peek", {})
+    assert r.error and "declared kind='read' but wrote" in r.content and "kind='write'" in r.content
+    assert w.state_hash() == before
+    assert w.raw.execute("SELECT SUM(stock) FROM products").fetchone()[0] == 259
+    assert w.call_tool("count", {}).content == "3" and w.state_hash() == before
+
 def test_tools_may_use_the_sqlalchemy_connection_inside_their_savepoint(mock):
     from sqlalchemy import text
 
