@@ -30,6 +30,7 @@ from mua_gym.domains.airline.schema import (
     user_reservations,
     users,
 )
+from mua_gym.kit.sampling import quota_indices, scaled_size, weighted_indices
 
 # ---------------------------------------------------------------------------------------------------------
 # Places: IATA code, city, latitude, longitude (the position gives flight durations).
@@ -153,14 +154,8 @@ MAX_STAY = 7  # days between the outbound and the return of a round trip: 1..MAX
 
 
 def _scale(size: str | float) -> tuple[int, int, int, int]:
-    if isinstance(size, str):
-        if size not in SIZES:
-            raise ValueError(f"unknown size {size!r}; expected one of {sorted(SIZES)} or a positive number")
-        return SIZES[size]
-    if isinstance(size, bool) or not isinstance(size, (int, float)) or not size > 0:
-        raise ValueError(f"size must be a name or a positive number, not {size!r}")
-    return (DEFAULT_AIRPORTS, DEFAULT_FLIGHTS, max(1, round(DEFAULT_USERS * size)),
-            round(DEFAULT_RESERVATIONS * size))
+    return scaled_size(size, SIZES, lambda k: (DEFAULT_AIRPORTS, DEFAULT_FLIGHTS, max(1, round(DEFAULT_USERS * k)),
+                                               round(DEFAULT_RESERVATIONS * k)))
 
 
 class _Ids:
@@ -180,20 +175,6 @@ class _Ids:
                     self.used.add(ident)
                     out.append(ident)
         return out
-
-
-def _pick(rng: np.random.Generator, weights: tuple[float, ...], n: int) -> list[int]:
-    """``n`` indices into ``weights``, drawn with those weights."""
-    cumulative = np.cumsum(weights) / sum(weights)
-    return np.minimum(np.searchsorted(cumulative, rng.random(n), side="right"), len(weights) - 1).tolist()
-
-
-def _quotas(weights: tuple[float, ...], n: int) -> np.ndarray:
-    """``n`` indices into ``weights``, each as often as its share (largest remainders), in index order."""
-    shares = np.asarray(weights) / sum(weights) * n
-    counts = np.floor(shares).astype(int)
-    counts[np.argsort(counts - shares, kind="stable")[: n - counts.sum()]] += 1
-    return np.repeat(np.arange(len(weights)), counts)
 
 
 def _clock(minute: int) -> str:
@@ -361,7 +342,7 @@ def _people(rng: np.random.Generator, ids: _Ids, n_users: int):
     unit_kinds = rng.random(n_users).tolist()
     units = rng.integers(100, 1000, size=n_users).tolist()
     dobs = _dobs(rng, n_users)
-    tiers = [MEMBERSHIPS[k] for k in rng.permutation(_quotas(MEMBERSHIP_WEIGHTS, n_users)).tolist()]
+    tiers = [MEMBERSHIPS[k] for k in rng.permutation(quota_indices(MEMBERSHIP_WEIGHTS, n_users)).tolist()]
 
     user_rows: list[dict[str, Any]] = []
     user_ids: set[str] = set()
@@ -390,9 +371,9 @@ def _people(rng: np.random.Generator, ids: _Ids, n_users: int):
 def _wallets(rng: np.random.Generator, ids: _Ids, user_ids: list[str]) -> list[list[dict[str, Any]]]:
     """Per user 1-4 payment methods; there is always a credit card or a gift card to pay bookings with."""
     n = len(user_ids)
-    counts = [k + 1 for k in _pick(rng, METHOD_COUNT_WEIGHTS, n)]
+    counts = [k + 1 for k in weighted_indices(rng, METHOD_COUNT_WEIGHTS, n)]
     first_draws = rng.random(n).tolist()
-    extra_draws = _pick(rng, EXTRA_METHOD_WEIGHTS, 3 * n)
+    extra_draws = weighted_indices(rng, EXTRA_METHOD_WEIGHTS, 3 * n)
     orders = np.argsort(rng.random((n, 4)), axis=1, kind="stable").tolist()
     per_user: list[list[str]] = []
     for i in range(n):
@@ -424,7 +405,7 @@ def _wallets(rng: np.random.Generator, ids: _Ids, user_ids: list[str]) -> list[l
 def _saved(rng: np.random.Generator, user_rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Per user 0-3 saved passengers: relatives (the user's last name) and friends."""
     n = len(user_rows)
-    counts = _pick(rng, SAVED_COUNT_WEIGHTS, n)
+    counts = weighted_indices(rng, SAVED_COUNT_WEIGHTS, n)
     firsts = rng.integers(len(FIRST_NAMES), size=(n, 3)).tolist()
     lasts = rng.integers(len(LAST_NAMES), size=(n, 3)).tolist()
     family = (rng.random((n, 3)) < 0.4).tolist()
@@ -482,8 +463,8 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     owners = rng.integers(n_users, size=n).tolist()
     u = rng.random((n, 13)).tolist()  # unpacked at the top of the loop
     cabins = rng.integers(len(CABINS), size=n).tolist()
-    pax_counts = [k + 1 for k in _pick(rng, PASSENGER_WEIGHTS, n)]
-    bag_counts = _pick(rng, BAG_WEIGHTS, n)
+    pax_counts = [k + 1 for k in weighted_indices(rng, PASSENGER_WEIGHTS, n)]
+    bag_counts = weighted_indices(rng, BAG_WEIGHTS, n)
     other_firsts = rng.integers(len(FIRST_NAMES), size=(n, 4)).tolist()
     other_lasts = rng.integers(len(LAST_NAMES), size=(n, 4)).tolist()
     other_family = (rng.random((n, 4)) < 0.5).tolist()

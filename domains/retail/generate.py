@@ -25,6 +25,7 @@ from mua_gym.domains.retail.schema import (
     users,
     variants,
 )
+from mua_gym.kit.sampling import quota_indices, scaled_size, weighted_indices
 
 # ---------------------------------------------------------------------------------------------------------
 # Catalogue: product type -> (price range, options as (key, values) in the order they are listed, the key
@@ -373,13 +374,8 @@ CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
 def _scale(size: str | float) -> tuple[int, int, int]:
-    if isinstance(size, str):
-        if size not in SIZES:
-            raise ValueError(f"unknown size {size!r}; expected one of {sorted(SIZES)} or a positive number")
-        return SIZES[size]
-    if isinstance(size, bool) or not isinstance(size, (int, float)) or not size > 0:
-        raise ValueError(f"size must be a name or a positive number, not {size!r}")
-    return DEFAULT_PRODUCTS, max(1, round(DEFAULT_USERS * size)), round(DEFAULT_ORDERS * size)
+    return scaled_size(size, SIZES, lambda k: (DEFAULT_PRODUCTS, max(1, round(DEFAULT_USERS * k)),
+                                               round(DEFAULT_ORDERS * k)))
 
 
 class _Ids:
@@ -434,20 +430,6 @@ def _catalogue(rng: np.random.Generator, ids: _Ids, n_products: int) -> tuple[li
     return product_rows, variant_rows
 
 
-def _pick(rng: np.random.Generator, weights: tuple[float, ...], n: int) -> list[int]:
-    """``n`` indices into ``weights``, drawn with those weights."""
-    cumulative = np.cumsum(weights) / sum(weights)
-    return np.minimum(np.searchsorted(cumulative, rng.random(n), side="right"), len(weights) - 1).tolist()
-
-
-def _quotas(weights: tuple[float, ...], n: int) -> np.ndarray:
-    """``n`` indices into ``weights``, each as often as its share (largest remainders), in index order."""
-    shares = np.asarray(weights) / sum(weights) * n
-    counts = np.floor(shares).astype(int)
-    counts[np.argsort(counts - shares, kind="stable")[: n - counts.sum()]] += 1
-    return np.repeat(np.arange(len(weights)), counts)
-
-
 def _people(rng: np.random.Generator, ids: _Ids, n_users: int) -> tuple[list[dict[str, Any]], list[list[dict]]]:
     """Users, and per user their payment methods (as rows, in profile order)."""
     firsts = rng.integers(len(FIRST_NAMES), size=n_users).tolist()
@@ -496,7 +478,7 @@ def _people(rng: np.random.Generator, ids: _Ids, n_users: int) -> tuple[list[dic
 def _wallets(rng: np.random.Generator, ids: _Ids, user_ids: list[str]) -> list[list[dict[str, Any]]]:
     """Per user 1-3 payment methods; there is always a credit card or PayPal account, so any order can be paid."""
     n = len(user_ids)
-    counts = [k + 1 for k in _pick(rng, METHOD_COUNT_WEIGHTS, n)]
+    counts = [k + 1 for k in weighted_indices(rng, METHOD_COUNT_WEIGHTS, n)]
     first_draws = rng.random(n).tolist()
     extra_draws = rng.random((n, 2)).tolist()
     orders = np.argsort(rng.random((n, 3)), axis=1, kind="stable").tolist()
@@ -551,8 +533,8 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     else:
         owners = rng.integers(n_users, size=n_orders)
     owners = rng.permutation(owners).tolist()
-    statuses = [STATUSES[k] for k in rng.permutation(_quotas(STATUS_WEIGHTS, n_orders)).tolist()]
-    item_counts = [ITEM_COUNTS[k] for k in _pick(rng, ITEM_COUNT_WEIGHTS, n_orders)]
+    statuses = [STATUSES[k] for k in rng.permutation(quota_indices(STATUS_WEIGHTS, n_orders)).tolist()]
+    item_counts = [ITEM_COUNTS[k] for k in weighted_indices(rng, ITEM_COUNT_WEIGHTS, n_orders)]
     picks = rng.integers(len(variant_rows), size=sum(item_counts)).tolist()
     # A shipped order of 2+ items goes out in two parcels with this chance, split after item ``cut``.
     splits = (rng.random(n_orders) < SPLIT_FULFILLMENT_SHARE).tolist()

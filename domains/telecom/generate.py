@@ -26,6 +26,7 @@ from mua_gym.domains.telecom.schema import (
     bill_line_items, bills, customer_bills, customer_lines, customer_payment_methods, customers, devices, lines,
     phone, phone_apps, plans, surroundings,
 )
+from mua_gym.kit.sampling import scaled_size, weighted_index
 
 __all__ = ["PLANS", "SIZES", "build_generated"]
 
@@ -120,19 +121,7 @@ SIZES: dict[str, int] = {"tiny": 5, "small": 20, "default": DEFAULT_CUSTOMERS, "
 
 
 def _customer_count(size: str | float) -> int:
-    if isinstance(size, str):
-        if size not in SIZES:
-            raise ValueError(f"unknown size {size!r}; expected one of {sorted(SIZES)} or a positive number")
-        return SIZES[size]
-    if isinstance(size, bool) or not isinstance(size, (int, float)) or not size > 0:
-        raise ValueError(f"size must be a name or a positive number, not {size!r}")
-    return max(1, round(DEFAULT_CUSTOMERS * size))
-
-
-def _pick(rng: np.random.Generator, weights: tuple[float, ...]) -> int:
-    """One index into ``weights``, drawn with those weights."""
-    cumulative = np.cumsum(weights) / sum(weights)
-    return min(int(np.searchsorted(cumulative, rng.random(), side="right")), len(weights) - 1)
+    return scaled_size(size, SIZES, lambda k: max(1, round(DEFAULT_CUSTOMERS * k)))
 
 
 def _unique(rng: np.random.Generator, used: set[str], make: Any) -> str:
@@ -222,13 +211,13 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
         first, last = FIRST_NAMES[int(rng.integers(len(FIRST_NAMES)))], LAST_NAMES[int(rng.integers(len(LAST_NAMES)))]
         city, state, zip3, area = CITIES[int(rng.integers(len(CITIES)))]
         dob = _day(rng, date(1948, 1, 1), date(2005, 12, 31))
-        account_status = ACCOUNT_STATUSES[_pick(rng, ACCOUNT_STATUS_WEIGHTS)]
+        account_status = ACCOUNT_STATUSES[weighted_index(rng, ACCOUNT_STATUS_WEIGHTS)]
 
         # Lines (the first is the customer's own phone, active on an active account) and their devices.
         my_lines: list[dict[str, Any]] = []
-        for k in range(1 + _pick(rng, LINE_COUNT_WEIGHTS)):
-            kind = "phone" if k == 0 else DEVICE_TYPES[_pick(rng, EXTRA_LINE_TYPE_WEIGHTS)]
-            status = LINE_STATUSES[_pick(rng, LINE_STATUS_WEIGHTS)]
+        for k in range(1 + weighted_index(rng, LINE_COUNT_WEIGHTS)):
+            kind = "phone" if k == 0 else DEVICE_TYPES[weighted_index(rng, EXTRA_LINE_TYPE_WEIGHTS)]
+            status = LINE_STATUSES[weighted_index(rng, LINE_STATUS_WEIGHTS)]
             if account_status == "Suspended":  # every line of a suspended account is suspended
                 status = "Suspended"
             elif account_status == "Pending Verification":  # nothing is active before the account is verified
@@ -236,7 +225,7 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
             elif k == 0:
                 status = "Active"
             if kind == "phone":
-                plan = PHONE_PLANS[_pick(rng, PHONE_PLAN_WEIGHTS)]
+                plan = PHONE_PLANS[weighted_index(rng, PHONE_PLAN_WEIGHTS)]
             else:
                 choices = {"tablet": TABLET_PLANS, "router": ROUTER_PLANS, "watch": WATCH_PLANS}[kind]
                 plan = choices[int(rng.integers(len(choices)))]
@@ -274,7 +263,7 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
             else None,
             goodwill_credit_used_this_year=(0.0, 0.0, 0.0, 0.0, 10.0, 15.0, 25.0)[int(rng.integers(7))]))
 
-        for k in range(1 + _pick(rng, METHOD_COUNT_WEIGHTS)):
+        for k in range(1 + weighted_index(rng, METHOD_COUNT_WEIGHTS)):
             method_rows.append(dict(
                 customer_id=customer_id, position=k, method_type=METHOD_TYPES[int(rng.integers(len(METHOD_TYPES)))],
                 account_number_last_4=f"{int(rng.integers(10000)):04d}",
@@ -283,12 +272,12 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
         # Bills: monthly bills up to February (oldest first, as the customer's list keeps them), then a draft
         # for March.
         billed = [ln for ln in my_lines if ln["status"] in ("Active", "Suspended")]
-        months = 2 + _pick(rng, BILL_MONTHS_WEIGHTS) if billed else 0
+        months = 2 + weighted_index(rng, BILL_MONTHS_WEIGHTS) if billed else 0
         position = 0
         for k in reversed(range(months)):
             start = _month_back(LATEST_MONTH, k)
-            status = (LATEST_BILL_STATUSES[_pick(rng, LATEST_BILL_WEIGHTS)] if k == 0
-                      else OLDER_BILL_STATUSES[_pick(rng, OLDER_BILL_WEIGHTS)])
+            status = (LATEST_BILL_STATUSES[weighted_index(rng, LATEST_BILL_WEIGHTS)] if k == 0
+                      else OLDER_BILL_STATUSES[weighted_index(rng, OLDER_BILL_WEIGHTS)])
             if k == 0 and account_status == "Suspended":
                 status = "Overdue"
             bill_id = new_id("B", 7)
