@@ -22,6 +22,8 @@ loss, and TRL's clipped ratio: rollouts cut inside a model turn; TRL also counts
 ``--max-completion-length`` and ends a rollout whose results overflow it, which that ratio does not show),
 ``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before and after GRPO, the
 difference and its 95% bootstrap interval, the warm-up's losses, steps, rollouts, wall time).
+``--max-train-minutes M`` ends GRPO after the step that passes M minutes and still evaluates after it (the
+summary records the steps done, the steps planned and ``stopped_by_time``), so a run fits a fixed session.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup-lr", type=float, default=5e-5)
     p.add_argument("--reward", default="partial+validity", help="the env's reward mode for training")
     p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--max-train-minutes", type=float, default=0.0,
+                   help="end GRPO after the step that passes this many minutes, then evaluate (0: run every step)")
     p.add_argument("--num-generations", type=int, default=4, help="rollouts per task (a GRPO group)")
     p.add_argument("--batch", type=int, default=4, help="rollouts per step (a multiple of --num-generations)")
     p.add_argument("--lr", type=float, default=1e-5)
@@ -294,6 +298,13 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
                 with open(out / "curve.jsonl", "a", encoding="utf-8") as f:
                     f.write(json.dumps(curve[-1]) + "\n")
 
+    class TimeBox(TrainerCallback):  # a run that must end within a session still gets its evaluation after
+        started = time.perf_counter()
+
+        def on_step_end(self, _args: Any, _state: Any, control: Any, **_: Any) -> None:
+            if args.max_train_minutes and time.perf_counter() - self.started > 60 * args.max_train_minutes:
+                control.should_training_stop = True
+
     peft_config = None
     if args.lora:
         from peft import LoraConfig
@@ -309,7 +320,7 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
         temperature=args.temperature, logging_steps=1, report_to="none", save_strategy="no",
         use_cpu=not torch.cuda.is_available(), bf16=False, seed=args.seed, dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
-                          environment_factory=factory, peft_config=peft_config, callbacks=[Curve()])
+                          environment_factory=factory, peft_config=peft_config, callbacks=[Curve(), TimeBox()])
     trainer.train()
     return trainer, rollouts, curve
 
@@ -347,7 +358,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         warmup = warm_up(args, model, tokenizer, train_ids)
     before = held_out(args, model, tokenizer, "before", eval_ids)
     trainer, rollouts, curve = train(args, model, tokenizer, train_ids)
-    if trainer.state.global_step < args.steps:
+    timed_out = bool(args.max_train_minutes) and 0 < trainer.state.global_step < args.steps
+    if trainer.state.global_step < args.steps and not timed_out:
         raise SystemExit(f"training stopped at step {trainer.state.global_step} of {args.steps}")
     model = trainer.model  # with --lora, the adapted model
     after = held_out(args, model, tokenizer, "after", eval_ids)
@@ -359,7 +371,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "env": args.env, "difficulty": args.difficulty, "categories": args.categories, "reward": args.reward,
         "policy_file": args.policy_file, "tools": args.tools,
         "model": "tiny" if args.tiny else args.model, "lora": args.lora, "seed": args.seed,
-        "steps": trainer.state.global_step, "rollouts": len(rollouts.rows), "train_tasks": len(train_ids),
+        "steps": trainer.state.global_step, "steps_planned": args.steps, "stopped_by_time": timed_out,
+        "rollouts": len(rollouts.rows), "train_tasks": len(train_ids),
         "eval_tasks": len(eval_ids), "eval_trials": args.eval_trials, "eval_temperature": args.eval_temperature,
         "warmup": warmup, "base_pass_1": base.pass_hat_k[1] if base else None,
         "before_pass_1": before.pass_hat_k[1], "after_pass_1": after.pass_hat_k[1],

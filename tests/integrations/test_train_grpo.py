@@ -69,6 +69,17 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
     assert json.loads((out / "summary.json").read_text()) == summary
     with pytest.raises(SystemExit, match="must be a multiple"):
         recipe.main(["--env", "mua/Mock-v0", "--num-generations", "2", "--batch", "3", "--out", str(out)])
+    boxed = tmp_path / "boxed"  # a time box ends GRPO after its first step, and the evaluation after still runs
+    try:
+        summary = recipe.main(["--env", "mua/Mock-v0", "--steps", "5", "--max-train-minutes", "1e-6",
+                               "--train-tasks", "2", "--eval-split", "train", "--eval-tasks", "2",
+                               "--num-generations", "2", "--batch", "2", "--max-completion-length", "2048",
+                               "--max-tool-calls", "40", "--max-turns", "60", "--threads", "1", "--out", str(boxed)])
+    finally:
+        torch.set_num_threads(threads)
+    assert summary["steps"] == 1 and summary["steps_planned"] == 5 and summary["stopped_by_time"] is True
+    assert [json.loads(line)["step"] for line in (boxed / "curve.jsonl").read_text().splitlines()] == [1]
+    assert len(read_run(boxed / "eval-after").results) == 2 and summary["after_pass_1"] is not None
 
 
 @pytest.mark.slow
