@@ -299,7 +299,10 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
                     f.write(json.dumps(curve[-1]) + "\n")
 
     class TimeBox(TrainerCallback):  # a run that must end within a session still gets its evaluation after
-        started = time.perf_counter()
+        started = 0.0
+
+        def on_train_begin(self, *_: Any, **__: Any) -> None:
+            self.started = time.perf_counter()
 
         def on_step_end(self, _args: Any, _state: Any, control: Any, **_: Any) -> None:
             if args.max_train_minutes and time.perf_counter() - self.started > 60 * args.max_train_minutes:

@@ -286,7 +286,7 @@ def _scripted_user_envs(env_ids: Sequence[str], user: str | None) -> list[str]:
     for env_id in env_ids:
         try:
             name = user or get_domain(gymnasium.spec(env_id).kwargs["domain"]).default_user()
-        except Exception:  # an unknown id is the eval's own error to report
+        except (gymnasium.error.Error, KeyError):  # an unknown id is the eval's own error to report
             continue
         if name == "scripted":
             found.append(env_id)

@@ -34,13 +34,13 @@ __all__ = ["ChangeSet", "Delta", "Memory", "ReadToolWrote", "RowDiff", "TableDif
            "WorldSnapshot"]
 
 Requestor = Literal["assistant", "user", "setup"]
+Key = tuple[Any, ...]
+Row = tuple[Any, ...]
 
 
 class ReadToolWrote(ToolError):
     """A tool declared ``kind="read"`` wrote rows: the call is undone and answered with this error."""
 
-Key = tuple[Any, ...]
-Row = tuple[Any, ...]
 
 _CHANGES = "_mua_changes"
 _ROW_KEY = "\x00row %s %d"  # the memory key of a row kept by World.remember_row (no domain key starts with NUL)
