@@ -12,16 +12,18 @@ from typing import Any
 
 import gymnasium
 
+from mua_gym.diff import WorldDiff
 from mua_gym.domain import Domain
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.gym_env import MuaEnv
+from mua_gym.image import WorldImage, WorldSnapshot
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.registry import available_domains, env_id, get_domain, register_domain, register_envs
 from mua_gym.reward import RewardInfo
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
-from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit, tool
+from mua_gym.tools import Tool, ToolError, Toolkit, ToolResult, tool
 from mua_gym.trajectory import Trajectory
-from mua_gym.world import World, WorldDiff, WorldImage, WorldSnapshot
+from mua_gym.world import World
 
 __version__ = "0.1.0"
 

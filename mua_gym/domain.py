@@ -14,9 +14,10 @@ from typing import Any, Callable, Mapping
 
 from sqlalchemy import Connection, MetaData
 
+from mua_gym.image import WorldImage
 from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec
 from mua_gym.tools import Toolkit
-from mua_gym.world import World, WorldImage
+from mua_gym.world import World
 
 __all__ = ["Domain", "WorldBuilder", "TaskSource"]
 

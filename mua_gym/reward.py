@@ -45,11 +45,14 @@ from typing import TYPE_CHECKING, Any, Awaitable, Literal, Protocol, Sequence
 
 from pydantic import BaseModel
 
+from mua_gym.diff import ChangeSet, TableDiff, WorldDiff, diff_rows
+from mua_gym.image import Delta, WorldImage
 from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage
+from mua_gym.sql import Key, Row
 from mua_gym.task import Action, Task
 from mua_gym.tools import ToolResult
-from mua_gym.world import ChangeSet, Delta, Key, Memory, Row, TableDiff, World, WorldDiff, WorldImage, diff_rows
+from mua_gym.world import Memory, World
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain

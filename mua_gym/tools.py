@@ -26,15 +26,22 @@ from typing import Any, Callable, Iterable, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from mua_gym.jsonsafe import clean_text
+from mua_gym.jsonsafe import JSONError, clean_text, dumps, loads
 
 ToolKind = Literal["read", "write", "generic"]
+#: Who calls a tool: the agent, the simulated user (on its own device), or a task's setup (fault injection).
+Requestor = Literal["assistant", "user", "setup"]
 
-__all__ = ["Tool", "ToolError", "ToolKind", "ToolResult", "Toolkit", "tool"]
+__all__ = ["ReadToolWrote", "Requestor", "Tool", "ToolError", "ToolKind", "ToolResult", "Toolkit", "parse_arguments",
+           "render_result", "resolve_call", "tool"]
 
 
 class ToolError(Exception):
     """Raised by a tool to refuse a call; its message reaches the caller as ``Error: <message>``."""
+
+
+class ReadToolWrote(ToolError):
+    """A tool declared ``kind="read"`` wrote rows: the call is undone and answered with this error."""
 
 
 class ToolResult(BaseModel):
@@ -242,3 +249,62 @@ class Toolkit:
     def schemas(self) -> list[dict[str, Any]]:
         """OpenAI tool schemas, ready for the ``tools=`` argument of a chat completion."""
         return [json.loads(json.dumps(t.schema)) for t in self.tools.values()]
+
+
+# -- dispatch: from a call as sent to the function and its arguments ----------------------------------------
+_CALLERS = {"assistant": "the assistant", "user": "the user"}
+_OTHER_SIDE = {"assistant": "user", "user": "assistant"}  # a setup's functions are named to no one, nor theirs to it
+
+
+def resolve_call(name: Any, arguments: Any, requestor: Any,
+                 kits: dict[str, Toolkit]) -> tuple[Tool, dict[str, Any]] | ToolResult:
+    """The tool ``requestor`` may call by ``name`` and its validated keyword arguments, or the error to answer.
+
+    ``kits`` maps each requestor to its toolkit; a name found only in another's kit is "not available", any
+    other is "unknown". ``arguments`` are a dict, JSON text or None; they are checked against the tool's model.
+    """
+    kit = kits.get(requestor) if isinstance(requestor, str) else None
+    if kit is None:
+        return ToolResult.failure(f"unknown requestor {requestor!r}")
+    found: Tool | None = kit.tools.get(name) if isinstance(name, str) else None
+    if found is None:
+        other = kits.get(_OTHER_SIDE.get(requestor, ""))
+        if isinstance(name, str) and other is not None and name in other:
+            return ToolResult.failure(f"tool '{name}' is not available to {_CALLERS[requestor]}")
+        shown = name[:200] + ("..." if len(name) > 200 else "") if isinstance(name, str) else type(name).__name__
+        return ToolResult.failure(f"unknown tool '{shown}'")
+    args = parse_arguments(name, arguments)
+    if isinstance(args, ToolResult):
+        return args
+    try:
+        return found, found.validate(args)
+    except ToolError as exc:
+        return ToolResult.failure(str(exc))
+
+
+def parse_arguments(name: str, arguments: Any) -> dict[str, Any] | ToolResult:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            arguments = loads(arguments)
+        except JSONError as exc:
+            return ToolResult.failure(f"malformed JSON arguments for {name}: {exc}")
+    if not isinstance(arguments, dict):
+        return ToolResult.failure(f"arguments for {name} must be a JSON object, not {type(arguments).__name__}")
+    return arguments
+
+
+def render_result(value: Any) -> str:
+    """The text of a tool message for a tool's return value (writable as UTF-8); raises :class:`JSONError`
+    for a value that JSON cannot carry, which the caller turns into an error with the call undone."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, BaseModel):
+        try:
+            return value.model_dump_json()
+        except ValueError as exc:  # pydantic refuses lone surrogates and values it cannot write
+            raise JSONError(f"the tool's result cannot be written as JSON: {exc}") from None
+    return dumps(value)

@@ -1,400 +1,32 @@
-"""The world: one episode's database, and the tools that act on it.
+"""The world: one episode's live database, and the tools that act on it.
 
-A domain's data is built once into a :class:`WorldImage`: a serialized in-memory SQLite database with
-triggers that record every row a write touches. A :class:`World` is a live copy of an image that never
-commits: it holds one transaction open from the image's state on, so a reset is SQLite rolling that
-transaction back (it restores the pages an episode touched) followed by the few writes that make a task's start.
-
-Because the image knows the hash of every row it started with, and the triggers know which rows changed
-since, ``state_hash`` and ``diff`` cost time in proportion to the rows an episode changed, not to the
-size of the world.
+A :class:`World` is a live copy of a :class:`~mua_gym.image.WorldImage` that never commits: it holds one
+transaction open from the image's state on, so a reset is SQLite rolling that transaction back (it restores the
+pages an episode touched) followed by the few writes that make a task's start. Its hash and its diff read only
+the rows the image's change log lists. Every tool call runs in a savepoint: a call that fails, or a read tool
+that wrote, leaves the world exactly as it was.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass
-from operator import itemgetter
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator
 
-from pydantic import BaseModel, Field
-from sqlalchemy import Connection, MetaData, create_engine
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.pool import StaticPool
-from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy import Connection
 from sqlalchemy.sql import ClauseElement
 
-from mua_gym.jsonsafe import JSONError, clean_text, dumps, loads
-from mua_gym.tools import Tool, ToolError, ToolResult, Toolkit
+from mua_gym.diff import HASH_MOD, ChangeSet, TableDiff, WorldDiff, diff_rows, row_hash
+from mua_gym.image import CHANGES, Delta, WorldImage, WorldSnapshot, apply_writes
+from mua_gym.sql import Compiled, Key, Row, bind, connect, engine_over
+from mua_gym.tools import ReadToolWrote, Requestor, Toolkit, ToolResult, render_result, resolve_call
 
-__all__ = ["ChangeSet", "Delta", "Memory", "ReadToolWrote", "RowDiff", "TableDiff", "World", "WorldDiff", "WorldImage",
-           "WorldSnapshot"]
+__all__ = ["Memory", "World"]
 
-Requestor = Literal["assistant", "user", "setup"]
-Key = tuple[Any, ...]
-Row = tuple[Any, ...]
-
-
-class ReadToolWrote(ToolError):
-    """A tool declared ``kind="read"`` wrote rows: the call is undone and answered with this error."""
-
-
-_CHANGES = "_mua_changes"
 _ROW_KEY = "\x00row %s %d"  # the memory key of a row kept by World.remember_row (no domain key starts with NUL)
-_MOD = 1 << 128
-_MISSING = object()
-_image_ids = itertools.count(1)
 
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _row_hash(table: str, row: Row) -> int:
-    digest = hashlib.blake2b(repr((table, row)).encode(), digest_size=16).digest()
-    return int.from_bytes(digest, "big")
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    """How one table is hashed and compared: its compared (non-volatile) columns and primary key."""
-
-    name: str
-    columns: tuple[str, ...]
-    key_positions: tuple[int, ...]
-    select_by_rowid: str
-    select_by_key: str
-    select_all: str
-    select_full_by_rowid: str
-    delete_by_rowid: str
-    insert_full: str
-    every_column: tuple[str, ...]
-    order: int
-    #: Where the compared columns sit among every column (None: they are every column).
-    compared_positions: tuple[int, ...] | None = None
-    #: Where the columns of REAL affinity sit among every column.
-    real_positions: tuple[int, ...] = ()
-
-    @classmethod
-    def of(cls, table: Any, order: int = 0) -> "TableInfo":
-        columns = tuple(c.name for c in table.columns if not c.info.get("volatile", False))
-        key = [c.name for c in table.primary_key.columns]
-        if not key:
-            raise ValueError(f"table {table.name!r} needs a primary key to be compared")
-        positions = tuple(columns.index(k) for k in key)
-        cols = ", ".join(_q(c) for c in columns)
-        every = [c.name for c in table.columns]
-        all_cols = ", ".join(_q(c) for c in every)
-        where_key = " AND ".join(f"{_q(k)} = ?" for k in key)
-        name = _q(table.name)
-        return cls(
-            name=table.name,
-            columns=columns,
-            key_positions=positions,
-            select_by_rowid=f"SELECT {cols} FROM {name} WHERE rowid = ?",
-            select_by_key=f"SELECT {cols} FROM {name} WHERE {where_key}",
-            select_all=f"SELECT {cols} FROM {name}",
-            select_full_by_rowid=f"SELECT {all_cols} FROM {name} WHERE rowid = ?",
-            delete_by_rowid=f"DELETE FROM {name} WHERE rowid = ?",
-            insert_full=f"INSERT INTO {name} (rowid, {all_cols}) VALUES (?, {', '.join('?' for _ in every)})",
-            every_column=tuple(every),
-            order=order,
-            compared_positions=None if len(columns) == len(every) else tuple(every.index(c) for c in columns),
-            real_positions=tuple(i for i, c in enumerate(table.columns) if _real_affinity(c.type)),
-        )
-
-    def update_columns(self, positions: list[int]) -> str:
-        """An UPDATE by rowid of the columns at ``positions`` (of ``every_column``), in that order."""
-        sets = ", ".join(f"{_q(self.every_column[i])} = ?" for i in positions)
-        return f"UPDATE {_q(self.name)} SET {sets} WHERE rowid = ?"
-
-    def key(self, row: Row) -> Key:
-        positions = self.key_positions
-        return (row[positions[0]],) if len(positions) == 1 else tuple([row[i] for i in positions])
-
-    def as_dict(self, row: Row) -> dict[str, Any]:
-        return {c: _json_safe(v) for c, v in zip(self.columns, row)}
-
-    def key_dict(self, key: Key) -> dict[str, Any]:
-        return {self.columns[i]: _json_safe(v) for i, v in zip(self.key_positions, key)}
-
-
-def _real_affinity(kind: Any) -> bool:
-    """Whether SQLite gives a column of this SQL type REAL affinity (its rules, in their order)."""
-    declared = kind.compile(dialect=_DIALECT).upper()
-    return (not any(word in declared for word in ("INT", "CHAR", "CLOB", "TEXT", "BLOB"))
-            and any(word in declared for word in ("REAL", "FLOA", "DOUB")))
-
-
-def _json_safe(value: Any) -> Any:
-    return value.hex() if isinstance(value, (bytes, bytearray, memoryview)) else value
-
-
-def _install_change_tracking(raw: sqlite3.Connection, tables: list[str]) -> None:
-    raw.execute(
-        f"CREATE TABLE {_CHANGES} (tbl TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (tbl, rid)) WITHOUT ROWID"
-    )
-    for t in tables:
-        lit = "'" + t.replace("'", "''") + "'"
-        record = f"INSERT OR IGNORE INTO {_CHANGES} VALUES ({lit}, %s.rowid);"
-        raw.executescript(
-            f"CREATE TRIGGER {_q('_mua_i_' + t)} AFTER INSERT ON {_q(t)} BEGIN {record % 'NEW'} END;"
-            f"CREATE TRIGGER {_q('_mua_d_' + t)} AFTER DELETE ON {_q(t)} BEGIN {record % 'OLD'} END;"
-            f"CREATE TRIGGER {_q('_mua_u_' + t)} AFTER UPDATE ON {_q(t)} BEGIN {record % 'OLD'} END;"
-            # (apart, with its condition: a row rarely changes rowid, and a second insert costs every update)
-            f"CREATE TRIGGER {_q('_mua_r_' + t)} AFTER UPDATE ON {_q(t)} WHEN NEW.rowid IS NOT OLD.rowid "
-            f"BEGIN {record % 'NEW'} END;"
-        )
-
-
-def _connect(data: bytes | None = None) -> sqlite3.Connection:
-    raw = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    if data is not None:
-        raw.deserialize(data)
-    # REPLACE conflict resolution deletes rows silently unless this is on; the triggers must see it.
-    raw.execute("PRAGMA recursive_triggers = ON")
-    raw.execute("PRAGMA foreign_keys = ON")
-    return raw
-
-
-def _engine_over(raw: sqlite3.Connection) -> Connection:
-    engine = create_engine("sqlite://", creator=lambda: raw, poolclass=StaticPool, isolation_level="AUTOCOMMIT")
-    return engine.connect()
-
-
-class WorldImage:
-    """An immutable starting database: its bytes, the hash of its content, and a copy for look-ups.
-
-    Build one with :meth:`build`; a domain caches one per (source, seed, parameters).
-    """
-
-    def __init__(self, metadata: MetaData, raw: sqlite3.Connection, name: str = "") -> None:
-        self.id = next(_image_ids)
-        self.name = name
-        self.metadata = metadata
-        self.tables: dict[str, TableInfo] = {t.name: TableInfo.of(t, i) for i, t in enumerate(metadata.sorted_tables)}
-        self._lookup = raw
-        self._by_rowid: dict[tuple[str, int], Row | None] = {}
-        self._full_by_rowid: dict[tuple[str, int], Row | None] = {}
-        self._by_key: dict[tuple[str, Key], Row | None] = {}
-        self._writes: dict[int, tuple[Delta, Writes, Writes]] = {}
-        self.data: bytes = raw.serialize()
-        total = 0
-        for info in self.tables.values():
-            for row in raw.execute(info.select_all):
-                total += _row_hash(info.name, row)
-        self.hash = total % _MOD
-
-    @classmethod
-    def build(cls, metadata: MetaData, populate: Callable[[Connection], None], name: str = "") -> "WorldImage":
-        """Creates the schema, runs ``populate(connection)`` in one transaction, and freezes the result."""
-        raw = _connect()
-        conn = _engine_over(raw)
-        # Tables, then indexes in name order: create_all's index order varies between processes, and the
-        # image's bytes must not.
-        for table in metadata.sorted_tables:
-            conn.execute(CreateTable(table))
-        for table in metadata.sorted_tables:
-            for index in sorted(table.indexes, key=lambda i: i.name or ""):
-                conn.execute(CreateIndex(index))
-        raw.execute("BEGIN")
-        try:
-            populate(conn)
-        except BaseException:
-            raw.execute("ROLLBACK")
-            raise
-        raw.execute("COMMIT")
-        _install_change_tracking(raw, [t.name for t in metadata.sorted_tables])
-        conn.close()
-        raw.execute("VACUUM")
-        return cls(metadata, raw, name)
-
-    # Look-ups of the image's rows are cached: the image never changes, and resets, hashes and diffs ask for
-    # the same few rows again and again.
-    def base_row(self, table: str, rowid: int) -> Row | None:
-        found = self._by_rowid.get((table, rowid), _MISSING)
-        if found is _MISSING:
-            found = self._by_rowid[(table, rowid)] = self._lookup.execute(
-                self.tables[table].select_by_rowid, (rowid,)).fetchone()
-        return found  # type: ignore[return-value]
-
-    def base_full_row(self, table: str, rowid: int) -> Row | None:
-        """Every column (volatile ones too) of the image's row at ``rowid``."""
-        found = self._full_by_rowid.get((table, rowid), _MISSING)
-        if found is _MISSING:
-            found = self._full_by_rowid[(table, rowid)] = self._lookup.execute(
-                self.tables[table].select_full_by_rowid, (rowid,)).fetchone()
-        return found  # type: ignore[return-value]
-
-    def base_row_by_key(self, table: str, key: Key) -> Row | None:
-        found = self._by_key.get((table, key), _MISSING)
-        if found is _MISSING:
-            found = self._by_key[(table, key)] = self._lookup.execute(
-                self.tables[table].select_by_key, key).fetchone()
-        return found  # type: ignore[return-value]
-
-    def writes(self, delta: "Delta", keep: bool = True) -> tuple["Writes", "Writes"]:
-        """The statements that take this image to ``delta``: (the plain way, the way that cannot collide).
-
-        The plain way deletes (children first), updates only the columns that differ, then inserts (parents
-        first). It fails only where rows swapped a unique value or a parent; the other way deletes every row the
-        delta touches and inserts them again, for a caller that has deferred foreign-key checks. Both are kept
-        per delta object (unless ``keep`` is false): a task's start is applied at every reset of that task.
-        """
-        found = self._writes.get(id(delta))
-        if found is not None and found[0] is delta:
-            return found[1], found[2]
-        deletes: list[tuple[int, str, tuple[Any, ...]]] = []
-        updates: list[tuple[int, str, tuple[Any, ...]]] = []
-        inserts: list[tuple[int, str, tuple[Any, ...]]] = []
-        out_again: list[tuple[int, str, tuple[Any, ...]]] = []  # the other way: every touched row out...
-        in_again: list[tuple[int, str, tuple[Any, ...]]] = []  # ...and back in
-        for table, rid, row in delta:
-            info = self.tables[table]
-            old = self.base_full_row(table, rid)
-            if old is not None:
-                out_again.append((info.order, info.delete_by_rowid, (rid,)))
-            if row is not None:
-                in_again.append((info.order, info.insert_full, (rid, *row)))
-            if row is None:
-                if old is not None:
-                    deletes.append((info.order, info.delete_by_rowid, (rid,)))
-            elif old is None:
-                inserts.append((info.order, info.insert_full, (rid, *row)))
-            else:  # 1 and 1.0 compare equal but are stored differently: the type counts too
-                changed = [i for i, (a, b) in enumerate(zip(row, old)) if a != b or type(a) is not type(b)]
-                if changed:
-                    updates.append((info.order, info.update_columns(changed), (*(row[i] for i in changed), rid)))
-
-        def ordered(writes: list[tuple[int, str, tuple[Any, ...]]], children_first: bool) -> Writes:
-            return [(sql, params) for _, sql, params in sorted(writes, key=lambda w: -w[0] if children_first else w[0])]
-
-        plain = ordered(deletes, True) + ordered(updates, False) + ordered(inserts, False)
-        safe = ordered(out_again, True) + ordered(in_again, False)
-        if keep:
-            if len(self._writes) > 8192:  # deltas made on the fly (snapshots) must not grow this forever
-                self._writes.clear()
-            self._writes[id(delta)] = (delta, plain, safe)
-        return plain, safe
-
-
-@dataclass(frozen=True)
-class WorldSnapshot:
-    """A world's full state at one moment, as rows over its image; restore it into any world of that image."""
-
-    image_id: int
-    delta: "Delta"
-
-
-# A change set maps table -> primary key -> the row as it is now (None: deleted), for every row whose
-# content differs from the image it started from.
-ChangeSet = dict[str, dict[Key, "Row | None"]]
-# A delta is a world's state relative to its image, storable and replayable: (table, rowid, every column of the
-# row as it is now, or None where the image's row is gone), for every row that differs from the image.
-Delta = tuple[tuple[str, int, "Row | None"], ...]
-# Statements with their parameters, run in order.
-Writes = list[tuple[str, tuple[Any, ...]]]
 # Memory: values domain code derived from a world's content, by key: (the tables each came from, the value).
 Memory = dict[str, tuple[tuple[str, ...], Any]]
-
-
-# (Field(default_factory=...) rather than ``= []``: pydantic deep-copies a mutable default on every
-# construction, and diffs are built on the reward's path.)
-class RowDiff(BaseModel):
-    key: dict[str, Any]
-    before: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
-    changed: list[str] = Field(default_factory=list)
-
-
-class TableDiff(BaseModel):
-    inserted: list[RowDiff] = Field(default_factory=list)
-    deleted: list[RowDiff] = Field(default_factory=list)
-    updated: list[RowDiff] = Field(default_factory=list)
-
-
-class WorldDiff(BaseModel):
-    """What turns one world into another: per table, the rows inserted, deleted and updated."""
-
-    tables: dict[str, TableDiff] = Field(default_factory=dict)
-
-    @property
-    def empty(self) -> bool:
-        return not self.tables
-
-    def count(self) -> int:
-        return sum(len(t.inserted) + len(t.deleted) + len(t.updated) for t in self.tables.values())
-
-
-def diff_rows(info: TableInfo, key: Key, before: Row | None, after: Row | None, out: TableDiff) -> None:
-    """Adds the difference between two versions of one row (either may be absent) to ``out``."""
-    if before == after:
-        return
-    if before is None:
-        out.inserted.append(RowDiff(key=info.key_dict(key), after=info.as_dict(after)))  # type: ignore[arg-type]
-    elif after is None:
-        out.deleted.append(RowDiff(key=info.key_dict(key), before=info.as_dict(before)))
-    else:
-        changed = [c for c, a, b in zip(info.columns, before, after) if a != b]
-        out.updated.append(RowDiff(
-            key=info.key_dict(key),
-            before={c: _json_safe(before[info.columns.index(c)]) for c in changed},
-            after={c: _json_safe(after[info.columns.index(c)]) for c in changed},
-            changed=changed,
-        ))
-
-
-_DIALECT = sqlite_dialect.dialect()
-_NO_DEFAULT = object()
-
-
-class _Compiled:
-    """A statement compiled once: its SQL, its parameters in order (name, literal or _NO_DEFAULT), and the
-    names of its result columns (learned at its first fetch)."""
-
-    __slots__ = ("stmt", "sql", "params", "columns", "defaults", "gather", "table")
-
-    def __init__(self, stmt: ClauseElement, sql: str, params: tuple[tuple[str, Any], ...]) -> None:
-        self.stmt, self.sql, self.params = stmt, sql, params
-        self.columns: tuple[str, ...] | None = None
-        #: The table a write statement writes (None: one it cannot be attributed to, or a query).
-        table = getattr(stmt, "table", None)
-        self.table: str | None = getattr(table, "name", None)
-        #: The literals' values by name; ``gather(params)`` picks the values in order (from params merged over
-        #: these where there are any).
-        self.defaults = {name: value for name, value in params if value is not _NO_DEFAULT}
-        names = [name for name, _ in params]
-        self.gather: Callable[[dict[str, Any]], Any] = (
-            (lambda _: ()) if not names else
-            (lambda p, _n=names[0]: (p[_n],)) if len(names) == 1 else itemgetter(*names))
-
-
-_compiled: dict[int, _Compiled] = {}
-
-
-def _compile(stmt: ClauseElement) -> _Compiled:
-    """A Core statement compiled once per statement object. Tools build their statements once (module level,
-    with ``bindparam``): compiling per call, and SQLAlchemy's per-execution machinery, cost ten times more than
-    the query itself on a small in-memory database."""
-    found = _compiled.get(id(stmt))
-    if found is not None and found.stmt is stmt:
-        return found
-    if len(_compiled) > 4096:  # statements built per call (not the intended use) must not grow this forever
-        _compiled.clear()
-    compiled = stmt.compile(dialect=_DIALECT)
-    sql = compiled.string
-    if "POSTCOMPILE" in sql:
-        raise ValueError("expanding parameters (IN lists) are not supported in precompiled statements")
-    params = []
-    for name in compiled.positiontup or ():
-        bind = compiled.binds[name]
-        # Literals written into a statement (``== "order"``, ``round(x, 2)``) are bound parameters too.
-        params.append((name, _NO_DEFAULT if bind.required or bind.callable else bind.value))
-    found = _compiled[id(stmt)] = _Compiled(stmt, sql, tuple(params))
-    return found
 
 
 class World:
@@ -418,10 +50,10 @@ class World:
         self.after_call = after_call
         #: Functions only a task's initial actions may call (fault injection), with requestor "setup".
         self.setup_tools = setup_tools or Toolkit()
-        self.raw = _connect(image.data)
+        self.raw = connect(image.data)
         # Made now, not on first use: SQLAlchemy's first connect ends any open transaction, which would end the
         # savepoint of a tool that touches ``conn`` first.
-        self._conn: Connection | None = _engine_over(self.raw)
+        self._conn: Connection | None = engine_over(self.raw)
         #: Who is calling the running tool ("assistant" or "user"); tools may read it.
         self.requestor: Requestor = "assistant"
         # What domain code derived from the content and keeps between calls (see ``recall``):
@@ -443,26 +75,16 @@ class World:
     def conn(self) -> Connection:
         """A SQLAlchemy connection over this world's database (its transaction is the world's; see the class)."""
         if self._conn is None:
-            self._conn = _engine_over(self.raw)
+            self._conn = engine_over(self.raw)
         return self._conn
 
     # -- queries -----------------------------------------------------------------------------------
-    @staticmethod
-    def _bind(stmt: ClauseElement, params: dict[str, Any]) -> tuple[_Compiled, Any]:
-        found = _compiled.get(id(stmt))
-        if found is None or found.stmt is not stmt:
-            found = _compile(stmt)
-        try:
-            return found, found.gather({**found.defaults, **params} if found.defaults else params)
-        except KeyError as exc:
-            raise TypeError(f"missing query parameter {exc.args[0]!r}") from None
-
-    def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
-        found, values = self._bind(stmt, params)
+    def _cursor(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, Compiled]:
+        found, values = bind(stmt, params)
         return self._run(found.sql, values), found
 
     @staticmethod
-    def _columns(cur: sqlite3.Cursor, found: _Compiled) -> tuple[str, ...]:
+    def _columns(cur: sqlite3.Cursor, found: Compiled) -> tuple[str, ...]:
         columns = found.columns
         if columns is None:
             columns = found.columns = tuple(d[0] for d in cur.description)
@@ -511,8 +133,8 @@ class World:
             self.remember_row(info.name, row[0], kept)
         return rows
 
-    def _write(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, _Compiled]:
-        found, values = self._bind(stmt, params)
+    def _write(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, Compiled]:
+        found, values = bind(stmt, params)
         if self.raw.total_changes != self._seen_changes:  # (_notice_outside_writes, inline: a hot path)
             self._state_replaced()
         self._serial += 1
@@ -635,13 +257,13 @@ class World:
             run = self._run
             run("ROLLBACK")
             run("SAVEPOINT mua_base")
-            if run(f"SELECT 1 FROM {_CHANGES} LIMIT 1").fetchone() is not None:
+            if run(f"SELECT 1 FROM {CHANGES} LIMIT 1").fetchone() is not None:
                 self._load_base(self.image.data)
         else:
             self._load_base(self.image.data)
         if delta:
             try:
-                _apply(self._run, self.image.writes(delta), "mua_base")
+                apply_writes(self._run, self.image.writes(delta), "mua_base")
             except BaseException:
                 raw.execute("ROLLBACK TO mua_base")
                 self._state_replaced()
@@ -687,17 +309,17 @@ class World:
     def serialize(self) -> bytes:
         """The current content as the bytes of a SQLite database (``raw.serialize()`` gives the image's: the
         world's writes are never committed)."""
-        copy = _connect(self.image.data)
+        copy = connect(self.image.data)
         try:
             copy.execute("SAVEPOINT mua_copy")
-            _apply(copy.execute, self.image.writes(self.delta(), keep=False), "mua_copy")
+            apply_writes(copy.execute, self.image.writes(self.delta(), keep=False), "mua_copy")
             copy.execute("RELEASE mua_copy")
             return copy.serialize()
         finally:
             copy.close()
 
     def _changed_rowids(self) -> list[tuple[str, int]]:
-        return self._run(f"SELECT tbl, rid FROM {_CHANGES}").fetchall()
+        return self._run(f"SELECT tbl, rid FROM {CHANGES}").fetchall()
 
     def state_hash(self) -> str:
         """A canonical hash of the content (row order and volatile columns ignored), as 32 hex digits."""
@@ -705,11 +327,11 @@ class World:
         for table, rowid in self._changed_rowids():
             old = self.image.base_row(table, rowid)
             if old is not None:
-                total -= _row_hash(table, old)
+                total -= row_hash(table, old)
             new = self.raw.execute(self.image.tables[table].select_by_rowid, (rowid,)).fetchone()
             if new is not None:
-                total += _row_hash(table, new)
-        return f"{total % _MOD:032x}"
+                total += row_hash(table, new)
+        return f"{total % HASH_MOD:032x}"
 
     def changes(self) -> ChangeSet:
         """Every row whose content differs from the image, by table and primary key."""
@@ -778,27 +400,11 @@ class World:
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None,
                   requestor: Requestor = "assistant") -> ToolResult:
         """Runs one tool call atomically. Never raises for bad input: problems come back as errors."""
-        if requestor == "assistant":
-            kit, others, who = self.tools, self.user_tools, "the assistant"
-        elif requestor == "user":
-            kit, others, who = self.user_tools, self.tools, "the user"
-        elif requestor == "setup":
-            kit, others, who = self.setup_tools, Toolkit(), "a task's setup"
-        else:
-            return ToolResult.failure(f"unknown requestor {requestor!r}")
-        found: Tool | None = kit.tools.get(name) if isinstance(name, str) else None
-        if found is None:
-            if isinstance(name, str) and name in others:
-                return ToolResult.failure(f"tool '{name}' is not available to {who}")
-            shown = name[:200] + ("..." if len(name) > 200 else "") if isinstance(name, str) else type(name).__name__
-            return ToolResult.failure(f"unknown tool '{shown}'")
-        args = _parse_arguments(name, arguments)
-        if isinstance(args, ToolResult):
-            return args
-        try:
-            kwargs = found.validate(args)
-        except ToolError as exc:
-            return ToolResult.failure(str(exc))
+        resolved = resolve_call(
+            name, arguments, requestor, {"assistant": self.tools, "user": self.user_tools, "setup": self.setup_tools})
+        if isinstance(resolved, ToolResult):
+            return resolved
+        found, kwargs = resolved
         self.requestor = requestor
         written = self.raw.total_changes
         self._run("SAVEPOINT mua_tool")
@@ -825,51 +431,3 @@ class World:
             self._conn.close()
         self.raw.close()
 
-
-def _apply(run: Callable[..., sqlite3.Cursor], writes: tuple[Writes, Writes], savepoint: str) -> None:
-    """Runs a delta's writes (see :meth:`WorldImage.writes`) on a database at its image's state, inside
-    ``savepoint``: the plain way, or, where rows swapped unique values or parents, the way that cannot collide,
-    with foreign keys deferred and checked here (a transaction that never commits never checks them)."""
-    plain, safe = writes
-    try:
-        for sql, params in plain:
-            run(sql, params)
-        return
-    except sqlite3.IntegrityError:
-        run(f"ROLLBACK TO {savepoint}")
-    run("PRAGMA defer_foreign_keys = ON")
-    try:
-        for sql, params in safe:
-            run(sql, params)
-        if run("PRAGMA foreign_key_check").fetchone() is not None:
-            raise sqlite3.IntegrityError("FOREIGN KEY constraint failed")
-    finally:
-        run("PRAGMA defer_foreign_keys = OFF")
-
-
-def _parse_arguments(name: str, arguments: Any) -> dict[str, Any] | ToolResult:
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        if not arguments.strip():
-            return {}
-        try:
-            arguments = loads(arguments)
-        except JSONError as exc:
-            return ToolResult.failure(f"malformed JSON arguments for {name}: {exc}")
-    if not isinstance(arguments, dict):
-        return ToolResult.failure(f"arguments for {name} must be a JSON object, not {type(arguments).__name__}")
-    return arguments
-
-
-def render_result(value: Any) -> str:
-    """The text of a tool message for a tool's return value (writable as UTF-8); raises :class:`JSONError`
-    for a value that JSON cannot carry, which the caller turns into an error with the call undone."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, BaseModel):
-        try:
-            return value.model_dump_json()
-        except ValueError as exc:  # pydantic refuses lone surrogates and values it cannot write
-            raise JSONError(f"the tool's result cannot be written as JSON: {exc}") from None
-    return dumps(value)

@@ -4,16 +4,15 @@ import collections
 import json
 
 import pytest
+from episodes import idle, play
+from mua_gym.domains.airline.generate import build_generated
+from mua_gym.domains.airline.schema import Base
+from mua_gym.domains.airline.taskgen import generated_tasks
 
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.agents import OracleAgent
-from mua_gym.domains.airline.generate import build_generated
-from mua_gym.domains.airline.schema import Base
-from mua_gym.domains.airline.taskgen import generated_tasks
-from mua_gym.world import WorldImage
-
-from episodes import idle, play
+from mua_gym.image import WorldImage
 
 
 @pytest.fixture(scope="module")

@@ -4,16 +4,15 @@ import json
 import gymnasium
 import numpy as np
 import pytest
+from episodes import run_oracle
 from gymnasium.utils.env_checker import check_env
+from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError
 
 import mua_gym
 from mua_gym import AsyncMuaEnv, MuaEnv, Trajectory
 from mua_gym.agents import OracleAgent, RandomAgent
+from mua_gym.diff import WorldDiff
 from mua_gym.reward import _compare, prepare_task
-from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError
-from mua_gym.world import WorldDiff
-
-from episodes import run_oracle
 
 
 def test_check_env_passes():

@@ -5,16 +5,15 @@ import hashlib
 import json
 
 import pytest
+from episodes import idle, play
+from mua_gym.domains.retail.generate import build_generated
+from mua_gym.domains.retail.schema import Base
+from mua_gym.domains.retail.taskgen import generated_tasks
 
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.agents import OracleAgent
-from mua_gym.domains.retail.generate import build_generated
-from mua_gym.domains.retail.schema import Base
-from mua_gym.domains.retail.taskgen import generated_tasks
-from mua_gym.world import WorldImage
-
-from episodes import idle, play
+from mua_gym.image import WorldImage
 
 # Pinned: the default generated world of seed 0, its content hash and the sha256 of its SQLite image
 # (they change only with a deliberate change of the generator or schema; update them with it).

@@ -82,7 +82,8 @@ from mua_gym.domains.telecom.account_format import export_account_db  # noqa: E4
 from mua_gym.domains.telecom.phone_format import export_phone_db  # noqa: E402
 from mua_gym.reward import prepare_task  # noqa: E402
 from mua_gym.task import EnvAssertion, Task  # noqa: E402
-from mua_gym.world import _CHANGES, World  # noqa: E402
+from mua_gym.image import CHANGES  # noqa: E402
+from mua_gym.world import World  # noqa: E402
 
 FUZZ_EXAMPLES = 1000
 
@@ -486,7 +487,7 @@ def shortcut_problems(world: World, where: str) -> list[str]:
     remembered = ph.phone_row(world), ph.surroundings_row(world)
     if remembered != (world.fetch_one(ph.PHONE), world.fetch_one(ph.SURROUNDINGS)):
         problems.append(f"{where}: a remembered phone or surroundings row differs from the stored one")
-    logged = world.raw.execute(f"SELECT tbl, rid FROM {_CHANGES}").fetchall()
+    logged = world.raw.execute(f"SELECT tbl, rid FROM {CHANGES}").fetchall()
     for table, rowid in {("phone", 1), ("surroundings", 1), *logged}:  # rows the reward and sync take from memory
         kept = world.known_row(table, rowid)
         stored = world.raw.execute(world.image.tables[table].select_full_by_rowid, (rowid,)).fetchone()

@@ -5,17 +5,16 @@ import collections
 import sqlite3
 
 import pytest
+from episodes import idle, play
+from mua_gym.domains.telecom.generate import build_generated
+from mua_gym.domains.telecom.schema import Base
+from mua_gym.domains.telecom.taskgen import FAMILIES, generated_tasks
 
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.agents import OracleAgent
-from mua_gym.domains.telecom.generate import build_generated
-from mua_gym.domains.telecom.schema import Base
-from mua_gym.domains.telecom.taskgen import FAMILIES, generated_tasks
+from mua_gym.image import WorldImage
 from mua_gym.taskgen import verify_task
-from mua_gym.world import WorldImage
-
-from episodes import idle, play
 
 TABLES = ("plans", "customers", "customer_payment_methods", "customer_lines", "customer_bills", "lines", "bills",
           "bill_line_items", "devices", "phone", "phone_apps", "surroundings")

@@ -67,7 +67,8 @@ from mua_gym.domains.telecom.phone_format import (  # noqa: E402
 )
 from mua_gym.domains.telecom.phone_tools import PHONE_ASSERTIONS, PHONE_SETUP_TOOLS, USER_TOOLS  # noqa: E402
 from mua_gym.tools import Toolkit, tool  # noqa: E402
-from mua_gym.world import World, WorldImage  # noqa: E402
+from mua_gym.image import WorldImage  # noqa: E402
+from mua_gym.world import World  # noqa: E402
 
 P = bindparam
 INITIAL_USER_HASH = "e1f3a8637388808221228ff3f87294444e6b64caf721f5eb243a85d0a9380b28"

@@ -4,14 +4,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mua_gym.world import _MOD, World, WorldImage, _row_hash
+from mua_gym.diff import HASH_MOD, row_hash
+from mua_gym.image import WorldImage
+from mua_gym.world import World
 
 
 def full_hash(world: World) -> str:
     """The canonical hash recomputed from every row of the live database, without change tracking."""
-    total = sum(_row_hash(info.name, row) for info in world.image.tables.values()
+    total = sum(row_hash(info.name, row) for info in world.image.tables.values()
                 for row in world.raw.execute(info.select_all))
-    return f"{total % _MOD:032x}"
+    return f"{total % HASH_MOD:032x}"
 
 
 def test_reset_and_hash(world):
