@@ -1,6 +1,7 @@
-"""Finding domains: the ones shipped in ``mua_gym.domains``, and third parties' by entry point.
+"""Finding domains: every domain, the built-in ones too, by the ``mua_gym.domains`` entry point group.
 
-A third-party package declares, in its ``setup.cfg``::
+A domain's package declares, in its ``setup.cfg`` (mua_gym's own declares retail, airline, telecom and mock
+the same way)::
 
     [options.entry_points]
     mua_gym.domains =
@@ -14,7 +15,6 @@ load produces a warning naming it, and the other domains keep working.
 
 from __future__ import annotations
 
-import importlib
 import threading
 import warnings
 from importlib.metadata import EntryPoint, entry_points
@@ -27,13 +27,7 @@ from mua_gym.domain import Domain
 __all__ = ["ENTRY_POINT_GROUP", "available_domains", "env_id", "get_domain", "register_envs"]
 
 ENTRY_POINT_GROUP = "mua_gym.domains"
-#: Domains shipped with mua_gym: name -> module holding ``DOMAIN``.
-BUILTIN = {
-    "mock": "mua_gym.domains.mock",
-    "retail": "mua_gym.domains.retail",
-    "airline": "mua_gym.domains.airline",
-    "telecom": "mua_gym.domains.telecom",
-}
+_OWN_DISTRIBUTION = "mua_gym"  # its entry points are the built-in domains: another package cannot take their names
 
 _loaded: dict[str, Domain] = {}
 _plugins: dict[str, EntryPoint] = {}
@@ -59,26 +53,34 @@ def _discover_plugins() -> dict[str, EntryPoint]:
     except Exception as exc:  # broken metadata must not break import
         warnings.warn(f"mua_gym: could not read entry points of group {ENTRY_POINT_GROUP!r}: {exc}", stacklevel=2)
         return found
-    for ep in eps:
+    ordered = sorted(eps, key=lambda ep: not _is_builtin(ep))  # the built-in ones claim their names first
+    builtin: set[str] = set()
+    for ep in ordered:
         name = ep.name.lower()
-        if name in BUILTIN:
+        if name in builtin:
             warnings.warn(f"mua_gym: plugin {ep.value!r} uses the built-in domain name {ep.name!r}; ignored",
                           stacklevel=2)
             continue
-        found[name] = ep
+        if _is_builtin(ep):
+            builtin.add(name)
+        found.setdefault(name, ep)
     return found
+
+
+def _is_builtin(ep: EntryPoint) -> bool:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) or ""
+    return name.replace("-", "_").lower() == _OWN_DISTRIBUTION
 
 
 def available_domains() -> list[str]:
     """Names of every domain that can be loaded (built-in and plugins), without loading any."""
-    return sorted(set(BUILTIN) | set(_plugins) | set(_loaded))
+    return sorted(set(_plugins) | set(_loaded))
 
 
 def _load(name: str) -> Domain:
-    if name in BUILTIN:
-        obj: Any = importlib.import_module(BUILTIN[name]).DOMAIN
-        origin = BUILTIN[name]
-    elif name in _plugins:
+    obj: Any
+    if name in _plugins:
         ep = _plugins[name]
         origin = f"entry point {ep.name} = {ep.value}"
         try:
@@ -133,7 +135,7 @@ def _register_env(name: str) -> None:
 
 
 def register_envs() -> None:
-    """Registers ``mua/<Name>-v0`` for every built-in and plugin domain (called on import)."""
+    """Registers ``mua/<Name>-v0`` for every domain of the entry point group (called on import)."""
     _plugins.clear()
     _plugins.update(_discover_plugins())
     for name in available_domains():

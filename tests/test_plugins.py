@@ -28,6 +28,14 @@ def run_python(code: str, path: Path) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def fake_distribution(folder: Path, name: str, entry_point: str) -> None:
+    """The metadata of an installed distribution ``name`` declaring one ``mua_gym.domains`` entry point."""
+    info = folder / f"{name.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[mua_gym.domains]\n{entry_point}\n")
+
+
 def test_entry_point_domain_is_found_and_plays(plugin_path):
     result = run_python("""
         import mua_gym, gymnasium, sys
@@ -49,10 +57,7 @@ def test_entry_point_domain_is_found_and_plays(plugin_path):
 
 
 def test_broken_plugin_warns_and_spares_the_others(tmp_path):
-    pkg = tmp_path / "broken_dist-0.1.dist-info"
-    pkg.mkdir()
-    (pkg / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-dist\nVersion: 0.1\n")
-    (pkg / "entry_points.txt").write_text("[mua_gym.domains]\nbroken = no_such_module_xyz:DOMAIN\n")
+    fake_distribution(tmp_path, "broken-dist", "broken = no_such_module_xyz:DOMAIN")
     result = run_python("""
         import warnings, mua_gym
         assert "broken" in mua_gym.available_domains()
@@ -89,3 +94,28 @@ def test_unknown_domain_is_a_clear_error():
     with pytest.raises(KeyError, match="unknown domain 'nowhere'"):
         mua_gym.get_domain("nowhere")
     assert registry.env_id("my_shop") == "mua/MyShop-v0"
+
+
+def test_the_builtin_domains_come_through_the_entry_point_group():
+    from importlib.metadata import entry_points
+
+    own = {ep.name: ep.value for ep in entry_points(group=registry.ENTRY_POINT_GROUP) if registry._is_builtin(ep)}
+    assert own == {name: f"mua_gym.domains.{name}:DOMAIN" for name in ("airline", "mock", "retail", "telecom")}
+    assert set(own) <= set(mua_gym.available_domains())
+    assert mua_gym.get_domain("retail").name == "retail"
+
+
+def test_a_plugin_cannot_take_a_builtin_name(tmp_path):
+    fake_distribution(tmp_path, "squatter-dist", "retail = no_such_module_xyz:DOMAIN")
+    result = run_python("""
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import mua_gym
+        print("warned:", [str(w.message) for w in caught])
+        print("loaded:", mua_gym.get_domain("retail").tools.names()[:1])
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "plugin 'no_such_module_xyz:DOMAIN' uses the built-in domain name 'retail'; ignored" in result.stdout
+    assert "loaded: ['" in result.stdout
+
