@@ -10,7 +10,7 @@ import difflib
 import inspect
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy import Connection, MetaData
 
@@ -31,15 +31,21 @@ Assertion = Callable[..., bool]
 
 @dataclass(eq=False)
 class Domain:
-    """One tool domain. ``name`` is lower case (``"retail"``); ``env_name`` is the id part (``"Retail"``)."""
+    """One tool domain. ``name`` is lower case (``"retail"``); ``env_name`` is the id part (``"Retail"``).
+
+    The required part is ``name``, ``metadata`` (the SQLAlchemy schema), ``tools``, ``policy`` and ``worlds``,
+    usually with ``task_sources``; the rest are optional hooks (docs/domains.md). ``tools`` (and ``user_tools``,
+    ``setup_tools``) may be a list of ``@tool`` functions; ``worlds`` and ``task_sources`` may be one function,
+    which then serves the source ``default_source``.
+    """
 
     name: str
     metadata: MetaData
-    tools: Toolkit
+    tools: Toolkit | Sequence[Callable[..., Any]]
     policy: str | Callable[..., str]
-    worlds: Mapping[str, WorldBuilder]
-    task_sources: Mapping[str, TaskSource] = field(default_factory=dict)
-    user_tools: Toolkit | None = None
+    worlds: Mapping[str, WorldBuilder] | WorldBuilder
+    task_sources: Mapping[str, TaskSource] | TaskSource = field(default_factory=dict)
+    user_tools: Toolkit | Sequence[Callable[..., Any]] | None = None
     terminal_tools: frozenset[str] = frozenset()
     assertions: Mapping[str, Assertion] = field(default_factory=dict)
     reward_basis: tuple[RewardComponent, ...] = ("DB",)
@@ -51,7 +57,7 @@ class Domain:
     #: (telecom: the phone's view of the account).
     after_tool_call: Callable[[World], None] | None = None
     #: Functions that only a task's initial actions may call (``requestor="setup"``), e.g. fault injection.
-    setup_tools: Toolkit | None = None
+    setup_tools: Toolkit | Sequence[Callable[..., Any]] | None = None
     #: The world and task source an env uses when none is named.
     default_source: str = "generated"
     #: Its tasks need the user to act with their own tools: an env refuses a user that cannot, and plays the
@@ -62,6 +68,13 @@ class Domain:
         if not self.name or not self.name.replace("_", "").isalnum():
             raise ValueError(f"domain name must be alphanumeric (underscores allowed), got {self.name!r}")
         self.env_name = self.env_name or "".join(p.capitalize() for p in self.name.split("_"))
+        self.tools = _toolkit(self.tools)
+        self.user_tools = None if self.user_tools is None else _toolkit(self.user_tools)
+        self.setup_tools = None if self.setup_tools is None else _toolkit(self.setup_tools)
+        if callable(self.worlds):
+            self.worlds = {self.default_source: self.worlds}
+        if callable(self.task_sources):
+            self.task_sources = {self.default_source: self.task_sources}
         self._images: dict[tuple[Any, ...], WorldImage] = {}
         self._tasks: dict[tuple[Any, ...], list[Task]] = {}
         self._toolkits: dict[str, Toolkit] = {}
@@ -176,6 +189,10 @@ class Domain:
 
     def __repr__(self) -> str:
         return f"Domain({self.name!r}, tools={len(self.tools)}, user_tools={len(self.user_tools or ())})"
+
+
+def _toolkit(tools: Toolkit | Sequence[Callable[..., Any]]) -> Toolkit:
+    return tools if isinstance(tools, Toolkit) else Toolkit.of(*tools)
 
 
 def _keyword_names(function: Callable[..., Any], skip: int) -> tuple[set[str], bool]:

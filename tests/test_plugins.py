@@ -119,3 +119,20 @@ def test_a_plugin_cannot_take_a_builtin_name(tmp_path):
     assert "plugin 'no_such_module_xyz:DOMAIN' uses the built-in domain name 'retail'; ignored" in result.stdout
     assert "loaded: ['" in result.stdout
 
+
+def test_the_guide_s_short_forms_and_checks_hold_for_the_example_domain(plugin_path):
+    result = run_python("""
+        import mua_gym
+        from mua_gym.testing import fuzz
+        from mua_gym.tools import Toolkit
+        domain = mua_gym.get_domain("pizza")   # written with a tool list and single source functions
+        assert isinstance(domain.tools, Toolkit)
+        assert domain.tools.names() == ["list_menu", "order_pizza", "cancel_ticket"], domain.tools.names()
+        assert set(domain.worlds) == set(domain.task_sources) == {"generated"}
+        counts = fuzz("pizza", "scripted", actions=300, seed=0)
+        print("fuzz", counts.ok, counts.episodes, counts.tool_calls_ok, counts.failures)
+    """, plugin_path)
+    assert result.returncode == 0, result.stderr
+    ok, episodes, calls_ok, _ = result.stdout.split("fuzz ", 1)[1].split(" ", 3)
+    assert ok == "True", result.stdout
+    assert int(episodes) > 1 and int(calls_ok) > 0  # the fuzz ran whole episodes and some calls succeeded

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, MetaData, insert, select, update
+from sqlalchemy import Connection, MetaData, bindparam, func, insert, select, update
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from mua_gym import Action, Domain, EvaluationSpec, Task, ToolError, Toolkit, World, tool
+from mua_gym import Action, Domain, EvaluationSpec, Task, ToolError, World, tool
 
 
 class Base(DeclarativeBase):
@@ -28,11 +28,21 @@ class Ticket(Base):
 
 pizzas, tickets = Pizza.__table__, Ticket.__table__
 
+# Statements are built once, with named parameters; World.fetch_* and World.execute run them precompiled.
+P = bindparam
+MENU = select(pizzas).order_by(pizzas.c.name)
+ON_MENU = select(pizzas.c.name).where(pizzas.c.name == P("pizza"))
+LAST_TICKET = select(func.max(tickets.c.ticket))
+NEW_TICKET = insert(tickets).values(ticket=P("v_ticket"), customer=P("v_customer"), pizza=P("v_pizza"),
+                                    status="queued")
+TICKET_STATUS = select(tickets.c.status).where(tickets.c.ticket == P("ticket"))
+CANCEL = update(tickets).where(tickets.c.ticket == P("ticket")).values(status="cancelled")
+
 
 @tool(kind="read")
 def list_menu(world: World) -> list:
     """List the pizzas and their prices."""
-    return [dict(r) for r in world.conn.execute(select(pizzas).order_by(pizzas.c.name)).mappings()]
+    return world.fetch_all(MENU)
 
 
 @tool(kind="write")
@@ -43,10 +53,10 @@ def order_pizza(world: World, customer: str, pizza: str) -> dict:
         customer: The customer's name.
         pizza: The pizza's name, as on the menu.
     """
-    if world.conn.execute(select(pizzas.c.name).where(pizzas.c.name == pizza)).scalar() is None:
+    if world.fetch_scalar(ON_MENU, pizza=pizza) is None:
         raise ToolError(f"{pizza!r} is not on the menu")
-    number = (world.conn.execute(select(tickets.c.ticket).order_by(tickets.c.ticket.desc())).scalar() or 0) + 1
-    world.conn.execute(insert(tickets).values(ticket=number, customer=customer, pizza=pizza, status="queued"))
+    number = (world.fetch_scalar(LAST_TICKET) or 0) + 1
+    world.execute(NEW_TICKET, v_ticket=number, v_customer=customer, v_pizza=pizza)
     return {"ticket": number, "pizza": pizza, "status": "queued"}
 
 
@@ -57,12 +67,12 @@ def cancel_ticket(world: World, ticket: int) -> dict:
     Args:
         ticket: The ticket number.
     """
-    status = world.conn.execute(select(tickets.c.status).where(tickets.c.ticket == ticket)).scalar()
+    status = world.fetch_scalar(TICKET_STATUS, ticket=ticket)
     if status is None:
         raise ToolError(f"no ticket {ticket}")
     if status != "queued":
         raise ToolError(f"ticket {ticket} is {status} and cannot be cancelled")
-    world.conn.execute(update(tickets).where(tickets.c.ticket == ticket).values(status="cancelled"))
+    world.execute(CANCEL, ticket=ticket)
     return {"ticket": ticket, "status": "cancelled"}
 
 
@@ -89,8 +99,8 @@ def pizza_tasks(domain: Domain, split: str) -> list[Task]:
 DOMAIN = Domain(
     name="pizza",
     metadata=Base.metadata,
-    tools=Toolkit.of(list_menu, order_pizza, cancel_ticket),
+    tools=[list_menu, order_pizza, cancel_ticket],
     policy="You take pizza orders at the counter. Confirm before ordering or cancelling.",
-    worlds={"generated": build_world},
-    task_sources={"generated": pizza_tasks},
+    worlds=build_world,
+    task_sources=pizza_tasks,
 )
