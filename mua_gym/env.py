@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from mua_gym.domain import Domain
+from mua_gym.infos import ResetInfo, StepInfo
 from mua_gym.messages import (
     AssistantMessage, SystemMessage, ToolMessage, UserMessage, as_recorded, refused_reply, to_openai,
 )
@@ -57,7 +58,7 @@ from mua_gym.world import World
 
 __all__ = ["AsyncMuaEnv", "PendingStep", "StepResult", "TERMINATION_REASONS"]
 
-StepResult = tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]
+StepResult = tuple[list[dict[str, Any]], float, bool, bool, StepInfo]
 
 
 @dataclass
@@ -212,7 +213,7 @@ class AsyncMuaEnv:
 
     # -- episode -----------------------------------------------------------------------------------
     async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-                    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                    ) -> tuple[list[dict[str, Any]], ResetInfo]:
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         self._seed = seed
@@ -243,7 +244,7 @@ class AsyncMuaEnv:
             observation.append(to_openai(opening))
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
             self._pending_error = f"{type(exc).__name__}: {exc}"
-        info = {
+        info: ResetInfo = {
             "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self.tool_schemas,
             "policy": self._policy, "user": self.user.name, "max_turns": self.max_turns,
         }
@@ -463,13 +464,13 @@ class AsyncMuaEnv:
             if isinstance(value, (int, float)):
                 self._usage[key] = self._usage.get(key, 0) + value
 
-    def _info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {
+    def _info(self) -> StepInfo:
+        info: StepInfo = {
             "turn": self._turns, "tool_calls": self._tool_calls, "tool_errors": self._tool_errors,
             "termination_reason": self._reason,
         }
         if self._reward_info is not None:
-            info["reward_info"] = self._reward_info
+            info["reward_info"] = self._reward_info  # type: ignore[typeddict-item]  # (RewardInfoDict, as JSON)
         if self._pending_error is not None:
             info["user_error"] = self._pending_error
         return info

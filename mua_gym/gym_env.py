@@ -15,6 +15,7 @@ from typing import Any, Coroutine, TypeVar
 import gymnasium
 
 from mua_gym.env import AsyncMuaEnv, PendingStep
+from mua_gym.infos import ResetInfo, StepInfo
 from mua_gym.spaces import ActionSpace, MessagesSpace
 from mua_gym.trajectory import Trajectory
 from mua_gym.user_sims.base import run_immediate
@@ -105,12 +106,12 @@ class MuaEnv(gymnasium.Env):
         self._runner = _Runner()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+              ) -> tuple[list[dict[str, Any]], ResetInfo]:
         super().reset(seed=seed)
         reset = self.core.reset(seed=seed, options=options)
         return run_immediate(reset) if self.core.user.immediate else self._runner.run(reset)
 
-    def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, StepInfo]:
         if self.core.task is None:  # the env enforces the order itself: a wrapper would hide _repr_html_
             raise gymnasium.error.ResetNeeded("Cannot call env.step() before calling env.reset()")
         started = self.core.begin_step(action)

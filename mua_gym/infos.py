@@ -1,0 +1,110 @@
+"""The ``info`` dicts of ``reset`` and ``step``, typed: what each key holds, and when it is there.
+
+They are plain dicts at run time (what Gymnasium and every trainer expect); these TypedDicts are the contract
+a type checker and a reader can hold them to. ``tests/test_infos.py`` checks that every key an env returns is
+declared here and that every required key is always there.
+"""
+
+from typing import Any
+
+# (no ``from __future__ import annotations`` here: TypedDict reads NotRequired from evaluated annotations)
+from typing_extensions import NotRequired, TypedDict
+
+__all__ = ["EfficiencyInfo", "ResetInfo", "RewardInfoDict", "StepInfo", "ValidityInfo"]
+
+
+class ResetInfo(TypedDict):
+    """``info`` from ``reset``."""
+
+    #: The task played (``Task.id``).
+    task_id: str
+    #: The domain's name (``"retail"``).
+    domain: str
+    #: The task's split: ``train``, ``dev`` or ``test``.
+    split: str
+    #: The agent's tools as OpenAI function schemas, ready for a chat completion's ``tools=``.
+    tools: list[dict[str, Any]]
+    #: The policy text, also the observation's system message.
+    policy: str
+    #: The user simulator's name (``"scripted"``, ``"scenario"``, ``"llm"``, ...).
+    user: str
+    #: Agent turns before the episode is truncated.
+    max_turns: int
+    #: Only where the user simulator failed to open: why. The first step then ends the episode truncated.
+    user_error: NotRequired[str]
+
+
+class ValidityInfo(TypedDict):
+    """``reward_info["validity"]`` where the reward mode has the ``validity`` term."""
+
+    calls: int
+    invalid_calls: int
+    allowed: int
+    penalty: float
+
+
+class EfficiencyInfo(TypedDict):
+    """``reward_info["efficiency"]`` where the reward mode has the ``efficiency`` term."""
+
+    calls: int
+    gold_calls: int
+    budget: int
+    factor: float
+
+
+class RewardInfoDict(TypedDict):
+    """``info["reward_info"]`` on the terminal step of a terminated episode: the reward and its evidence.
+
+    The fields of :class:`mua_gym.reward.RewardInfo` and :class:`mua_gym.reward.ShapedReward`, as JSON;
+    their docstrings say what each means.
+    """
+
+    #: The binary task reward before shaping, the product of ``components``.
+    reward: float
+    #: Each judged component (``DB``, ``COMMUNICATE``, ``ACTION``, ...): 1.0 or 0.0; None where not judged.
+    components: dict[str, float | None]
+    partial_credit: float
+    #: What would turn the final world into the gold one: ``{"tables": {name: {"inserted": [...], ...}}}``.
+    db_diff: dict[str, Any]
+    gold_rows_changed: int
+    rows_reproduced: int
+    extra_rows_changed: int
+    wrong_rows: int
+    stray_writes: int
+    communicate_missing: list[str]
+    actions_missing: list[str]
+    env_assertions_failed: list[str]
+    #: The judge's verdict per natural-language assertion; None where none was judged.
+    nl_assertions: list[bool] | None
+    #: The reward mode's canonical name (``"task"``, ``"partial+validity"``).
+    reward_mode: str
+    #: The binary task reward: judge success on it, whatever the mode.
+    task_reward: float
+    #: What the step paid.
+    shaped_reward: float
+    base_reward: float
+    validity: ValidityInfo | None
+    efficiency: EfficiencyInfo | None
+    #: Only where the natural-language judge failed: why (its component then scores 0.0).
+    judge_error: NotRequired[str]
+
+
+class StepInfo(TypedDict):
+    """``info`` from ``step``."""
+
+    #: Agent turns so far.
+    turn: int
+    #: The agent's tool calls so far, malformed ones included.
+    tool_calls: int
+    #: Those that failed, plus actions that could not be read at all.
+    tool_errors: int
+    #: Why the episode ended; None while it runs. Terminated: ``user_stop``, ``user_transfer``,
+    #: ``user_out_of_scope``, ``user_walked_away``, ``agent_stop`` (a terminal tool), or the reason given to
+    #: ``finish`` (``stopped_by_trainer``). Truncated: ``max_turns``, ``too_many_tool_errors``, ``user_error``.
+    termination_reason: str | None
+    #: Only on the terminal step of a terminated episode (a truncated one earns 0.0 and has none).
+    reward_info: NotRequired[RewardInfoDict]
+    #: Only where the user simulator failed: why. The episode is truncated.
+    user_error: NotRequired[str]
+    #: Only where the action could not be read at all, or the episode was already over: why. Nothing changed.
+    error: NotRequired[str]
