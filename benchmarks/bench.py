@@ -26,6 +26,7 @@ from mua_gym.agents import OracleAgent  # noqa: E402
 from mua_gym.reward import evaluate  # noqa: E402
 
 Row = tuple[str, str, float, float | None]  # (world, operation, ours, tau2)
+WITH_TAU2 = True  # --no-tau2 leaves tau2's side out (benchmarks/before_after.py compares two of ours)
 
 
 def median_us(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] | None = None) -> float:
@@ -118,10 +119,12 @@ def gold_episode_us(env: MuaEnv, tasks: list[Any]) -> float:
 
 def tau2_figures(domain: str, read_call: tuple[str, dict], write_call: tuple[str, dict],
                  repeat: int) -> dict[str, float] | None:
-    """tau2's own figures for the same operations, or None where tau2 is not installed."""
+    """tau2's own figures for the same operations, or None where tau2 is not installed (or left out)."""
     import contextlib
     import io
 
+    if not WITH_TAU2:
+        return None
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # tau2 prints its registry on import
             from loguru import logger
@@ -227,6 +230,8 @@ def tau2_telecom(repeat: int) -> dict[str, Any] | None:
     import contextlib
     import io
 
+    if not WITH_TAU2:
+        return None
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             from loguru import logger
@@ -348,7 +353,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--domain", choices=["all", "mock", "retail", "airline", "telecom"], default="all")
     parser.add_argument("--repeat", type=int, default=300)
+    parser.add_argument("--no-tau2", action="store_true", help="time ours only")
     args = parser.parse_args()
+    global WITH_TAU2
+    WITH_TAU2 = not args.no_tau2
     rows: list[Row] = []
     if args.domain in ("all", "mock"):
         rows += mock_rows(args.repeat)
