@@ -7,13 +7,14 @@ those rows' hashes alone, without reading the rest.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Mapping, NamedTuple, Protocol
 
 from pydantic import BaseModel, Field
 
 from mua_gym.sql import Key, Row, TableInfo, json_safe
 
-__all__ = ["ChangeSet", "HASH_MOD", "RowDiff", "TableDiff", "WorldDiff", "diff_rows", "row_hash"]
+__all__ = ["BaseRows", "ChangeSet", "HASH_MOD", "RowDiff", "TableDiff", "WorldComparison", "WorldDiff",
+           "compare_changes", "diff_rows", "row_hash"]
 
 HASH_MOD = 1 << 128
 
@@ -73,3 +74,56 @@ def diff_rows(info: TableInfo, key: Key, before: Row | None, after: Row | None, 
             changed=changed,
         ))
 
+
+
+class BaseRows(Protocol):
+    """The rows change sets are taken against (a :class:`mua_gym.image.WorldImage`)."""
+
+    tables: Mapping[str, TableInfo]
+
+    def base_row_by_key(self, table: str, key: Key) -> Row | None: ...
+
+
+class WorldComparison(NamedTuple):
+    """A final world set against a gold one, both as change sets from the same start."""
+
+    #: What turns the final world into the gold one (``inserted``: rows gold has and final lacks).
+    diff: WorldDiff
+    #: Rows gold changes from the start (a dual-control user's own rows left out).
+    gold_changed: int
+    #: Of those, the rows the final world holds exactly as gold does.
+    reproduced: int
+    #: Rows the final world changed that gold leaves as they started.
+    extra: int
+    #: Rows gold changes that the final world changed to another value.
+    wrong: int
+
+
+def compare_changes(base: BaseRows, start: ChangeSet, gold: ChangeSet, final: ChangeSet,
+                    user_rows: frozenset[tuple[str, Key]] = frozenset()) -> WorldComparison:
+    """Compares ``final`` with ``gold`` (change sets over ``base``), both reached from ``start``.
+
+    Rows in ``user_rows`` (``(table, key)``) are diffed but counted in no total: a dual-control user's own.
+    """
+    tables: dict[str, TableDiff] = {}
+    gold_changed = reproduced = extra = wrong = 0
+    for table in sorted(set(final) | set(gold) | set(start)):
+        mine_rows, gold_rows, start_rows = final.get(table, {}), gold.get(table, {}), start.get(table, {})
+        td: TableDiff | None = None  # made only where the final world differs from gold (rare in a good episode)
+        for key in sorted(set(mine_rows) | set(gold_rows) | set(start_rows), key=repr):
+            initial = start_rows[key] if key in start_rows else base.base_row_by_key(table, key)
+            mine = mine_rows[key] if key in mine_rows else base.base_row_by_key(table, key)
+            wanted = gold_rows[key] if key in gold_rows else base.base_row_by_key(table, key)
+            if mine != wanted:
+                if td is None:
+                    td = tables[table] = TableDiff()
+                diff_rows(base.tables[table], key, mine, wanted, td)
+            if user_rows and (table, key) in user_rows:
+                continue
+            if wanted != initial:
+                gold_changed += 1
+                reproduced += mine == wanted
+                wrong += mine != wanted and mine != initial  # a miss, and a write it should not have made
+            elif mine != initial:
+                extra += 1
+    return WorldComparison(WorldDiff(tables=tables), gold_changed, reproduced, extra, wrong)

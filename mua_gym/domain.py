@@ -9,8 +9,9 @@ from __future__ import annotations
 import difflib
 import inspect
 import threading
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from sqlalchemy import Connection, MetaData
 
@@ -21,10 +22,26 @@ from mua_gym.world import World
 
 __all__ = ["Domain", "WorldBuilder", "TaskSource"]
 
-#: Fills an empty database (schema already created) for ``seed`` and the source's parameters.
-WorldBuilder = Callable[..., None]
-#: Returns the tasks of one split: ``source(domain, split, **params) -> list[Task]``.
-TaskSource = Callable[..., list[Task]]
+class WorldBuilder(Protocol):
+    """Fills an empty database (its schema already created) for ``seed``; returns nothing.
+
+    The source's parameters (an env's ``world_params``) arrive as further keywords, so a builder declares each
+    one it takes with a default: ``def build(conn, *, seed, n_users=50) -> None``.
+    """
+
+    def __call__(self, conn: Connection, /, *, seed: int) -> None: ...
+
+
+class TaskSource(Protocol):
+    """Returns the tasks of one split (``"train"``, ``"dev"`` or ``"test"``) of one source, in a fixed order.
+
+    The source's parameters arrive as further keywords, each declared with a default; the keywords a task source
+    declares are the ``world_params`` keys an env accepts for its source (``**params`` accepts any).
+    """
+
+    def __call__(self, domain: "Domain", split: str, /) -> list[Task]: ...
+
+
 #: A predicate on the final world for ENV_ASSERTION: ``assertion(world, **arguments) -> bool``.
 Assertion = Callable[..., bool]
 
@@ -79,6 +96,8 @@ class Domain:
         self._tasks: dict[tuple[Any, ...], list[Task]] = {}
         self._toolkits: dict[str, Toolkit] = {}
         self._scratch: dict[tuple[int, str], World] = {}
+        #: Per task object (by id, with a weak reference to it): what mua_gym.episode.prepare_task made of it.
+        self.task_cache: dict[int, tuple[weakref.ref[Task], Any]] = {}
         self._lock = threading.Lock()
         self.scratch_lock = threading.RLock()
 

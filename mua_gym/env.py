@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from mua_gym.domain import Domain
+from mua_gym.episode import EpisodeState, prepare_task
 from mua_gym.infos import ResetInfo, StepInfo
 from mua_gym.messages import (
     AssistantMessage, SystemMessage, ToolMessage, UserMessage, as_recorded, refused_reply, to_openai,
@@ -48,7 +49,7 @@ from mua_gym.parsing import (
     MALFORMED, ActionError, Parser, clean_call, get_parser, malformed_reason, to_assistant_message,
 )
 from mua_gym.reward import (
-    Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, prepare_task, reward_mode, shape,
+    Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, reward_mode, shape,
 )
 from mua_gym.task import Task
 from mua_gym.tools import ToolResult
@@ -159,14 +160,7 @@ class AsyncMuaEnv:
             self.offered_tools = frozenset(tools)
             self.tool_schemas = [t for t in self.tool_schemas if t["function"]["name"] in self.offered_tools]
         self._user_tool_schemas = self.domain.user_tools.schemas() if self.domain.user_tools else None
-        self._done = True
-        self._terminated = self._truncated = False
-        self._reason: str | None = None
-        self._reward: float | None = None
-        self._reward_info: dict[str, Any] | None = None
-        self._turns = self._tool_calls = self._tool_errors = self._user_tool_calls = 0
-        self._usage: dict[str, float] = {}
-        self._pending_error: str | None = None
+        self._episode = EpisodeState(done=True)
 
     # -- tasks -------------------------------------------------------------------------------------
     def tasks(self, split: str | None = None) -> list[Task]:
@@ -225,12 +219,7 @@ class AsyncMuaEnv:
             self.world = self.domain.world_from_image(prepared.image, task.world.source)
         self.world.reset(prepared.start, prepared.start_memory)
         self.task = task
-        self._done = self._terminated = self._truncated = False
-        self._reason = None
-        self._reward = self._reward_info = None
-        self._turns = self._tool_calls = self._tool_errors = self._user_tool_calls = 0
-        self._usage = {}
-        self._pending_error = None
+        self._episode = EpisodeState()
         self._entries = [(self._system, False, True)]
         self._user_view = []
         observation = [dict(self._system_openai)]
@@ -243,13 +232,13 @@ class AsyncMuaEnv:
             self._user_view.append(opening)
             observation.append(to_openai(opening))
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
-            self._pending_error = f"{type(exc).__name__}: {exc}"
+            self._episode.pending_error = f"{type(exc).__name__}: {exc}"
         info: ResetInfo = {
             "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self.tool_schemas,
             "policy": self._policy, "user": self.user.name, "max_turns": self.max_turns,
         }
-        if self._pending_error:
-            info["user_error"] = self._pending_error
+        if self._episode.pending_error:
+            info["user_error"] = self._episode.pending_error
         return observation, info
 
     def begin_step(self, action: Any) -> "StepResult | PendingStep":
@@ -257,30 +246,30 @@ class AsyncMuaEnv:
 
         Tool calls (the hot path of RL rollouts) finish here without touching an event loop.
         """
-        if self._done or self.world is None:
+        if self._episode.done or self.world is None:
             info = self._info()
             info["error"] = "the episode is over: call reset() first"
-            return [], 0.0, self._terminated, self._truncated, info
-        if self._pending_error is not None:
+            return [], 0.0, self._episode.terminated, self._episode.truncated, info
+        if self._episode.pending_error is not None:
             return [], 0.0, False, self._finish_truncated("user_error"), self._info()
-        self._turns += 1
+        self._episode.turns += 1
         try:
-            message = to_assistant_message(action, self.parser, self._turns)
+            message = to_assistant_message(action, self.parser, self._episode.turns)
         except (ActionError, ValidationError, TypeError) as exc:
-            self._tool_errors += 1
+            self._episode.tool_errors += 1
             self._check_limits()
             info = self._info()
             info["error"] = f"unreadable action: {exc}"
-            return [], 0.0, False, self._truncated, info
+            return [], 0.0, False, self._episode.truncated, info
         self._entries.append((message, True, True))
         if not message.tool_calls:
             return PendingStep(user_message=message)
         observation = self._run_agent_tools(message)
         self._check_limits()
-        if self._terminated and self.judge is not None and self.task is not None and needs_judge(self.task):
+        if self._episode.terminated and self.judge is not None and self.task is not None and needs_judge(self.task):
             return PendingStep(observation=observation)
-        reward = self._score() if self._terminated else 0.0
-        return observation, reward, self._terminated, self._truncated, self._info()
+        reward = self._score() if self._episode.terminated else 0.0
+        return observation, reward, self._episode.terminated, self._episode.truncated, self._info()
 
     async def complete_step(self, pending: "PendingStep") -> "StepResult":
         """The awaited rest of a step that :meth:`begin_step` could not finish."""
@@ -289,11 +278,11 @@ class AsyncMuaEnv:
             observation = await self._user_turn(pending.user_message)
             self._check_limits()
         reward = 0.0
-        if self._terminated:
+        if self._episode.terminated:
             reward = self._score()
             if self.judge is not None and self.task is not None and needs_judge(self.task):
                 reward = await self._judge()
-        return observation or [], reward, self._terminated, self._truncated, self._info()
+        return observation or [], reward, self._episode.terminated, self._episode.truncated, self._info()
 
     async def step(self, action: Any) -> "StepResult":
         started = self.begin_step(action)
@@ -318,7 +307,7 @@ class AsyncMuaEnv:
         recorded = self._entries[before][0] if len(self._entries) > before else None
         if isinstance(recorded, AssistantMessage):
             reply = as_recorded(reply, recorded)
-        elif not observation and "error" in info and not self._done:
+        elif not observation and "error" in info and not self._episode.done:
             reply, observation = refused_reply(reply, str(info["error"]))
         return reply, (observation, reward, terminated, truncated, info)
 
@@ -336,15 +325,15 @@ class AsyncMuaEnv:
         """
         if self.world is None or self.task is None:
             return 0.0
-        if self._done:
-            return float(self._reward or 0.0)
-        if self._pending_error is not None:  # the user never opened: nothing the agent did can be scored
+        if self._episode.done:
+            return float(self._episode.reward or 0.0)
+        if self._episode.pending_error is not None:  # the user never opened: nothing the agent did can be scored
             self._finish_truncated("user_error")
             return 0.0
         if not score or prepare_task(self.domain, self.task).blind_paid:
             self._finish_truncated(reason)
             return 0.0
-        self._terminated, self._done, self._reason = True, True, reason
+        self._episode.end(True, reason)
         reward = self._score()
         if self.judge is not None and needs_judge(self.task):
             reward = await self._judge()
@@ -354,7 +343,7 @@ class AsyncMuaEnv:
         assert self.world is not None
         observation = []
         for call in message.tool_calls or []:
-            self._tool_calls += 1
+            self._episode.tool_calls += 1
             if call.function.name == MALFORMED:
                 result = ToolResult.failure(
                     f"malformed tool call ({malformed_reason(call.function.arguments)}); expected a JSON object "
@@ -364,13 +353,13 @@ class AsyncMuaEnv:
             else:
                 result = self.world.call_tool(call.function.name, call.function.arguments, "assistant")
             if result.error:
-                self._tool_errors += 1
+                self._episode.tool_errors += 1
             reply = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
                                                 error=result.error, requestor="assistant")
             self._entries.append((reply, False, True))
             observation.append(to_openai(reply))
             if not result.error and call.function.name in self.domain.terminal_tools:
-                self._terminated, self._done, self._reason = True, True, "agent_stop"
+                self._episode.end(True, "agent_stop")
                 break
         return observation
 
@@ -389,15 +378,15 @@ class AsyncMuaEnv:
             said = UserMessage(content=clean_text(reply.content))  # a reply that is no text fails the simulator
         except Exception as exc:  # a failing simulator ends the episode, never the batch
             self._finish_truncated("user_error")
-            self._pending_error = f"{type(exc).__name__}: {exc}"
+            self._episode.pending_error = f"{type(exc).__name__}: {exc}"
             return []
         self._user_view.append(said)
         self._entries.append((said, False, True))
         token = next((t for t in STOP_TOKENS if t in said.content), None)
         if reply.walked_away:
-            self._terminated, self._done, self._reason = True, True, "user_walked_away"
+            self._episode.end(True, "user_walked_away")
         elif token is not None:
-            self._terminated, self._done, self._reason = True, True, TERMINATION_REASONS[token]
+            self._episode.end(True, TERMINATION_REASONS[token])
         return [to_openai(said)]
 
     def _run_user_tools(self, reply: UserReply) -> None:
@@ -406,7 +395,7 @@ class AsyncMuaEnv:
         self._user_view.append(acting)
         self._entries.append((acting, False, False))
         for call in acting.tool_calls or []:
-            self._user_tool_calls += 1
+            self._episode.user_tool_calls += 1
             result = self.world.call_tool(call.function.name, call.function.arguments, "user")
             done = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
                                error=result.error, requestor="user")
@@ -414,39 +403,37 @@ class AsyncMuaEnv:
             self._entries.append((done, False, False))
 
     def _check_limits(self) -> None:
-        if self._done:
+        if self._episode.done:
             return
-        if self._tool_errors >= self.max_tool_errors:
+        if self._episode.tool_errors >= self.max_tool_errors:
             self._finish_truncated("too_many_tool_errors")
-        elif self._turns >= self.max_turns:
+        elif self._episode.turns >= self.max_turns:
             self._finish_truncated("max_turns")
 
     def _finish_truncated(self, reason: str) -> bool:
-        self._truncated, self._done, self._reason = True, True, reason
-        self._reward = 0.0
+        self._episode.end(False, reason)
         return True
 
     def _score(self) -> float:
         assert self.world is not None and self.task is not None
-        if self._reward_info is None:
+        if self._episode.reward_info is None:
             self._shape(evaluate(self.domain, self.task, self.world, self.messages()))
-        return float(self._reward or 0.0)
+        return float(self._episode.reward or 0.0)
 
     def _shape(self, info: RewardInfo) -> float:
         """Records ``info`` and the reward mode's shaping of it as ``reward_info``; returns the shaped reward."""
         assert self.task is not None
-        gold = [(a, r) for a, r in zip(self.task.gold_actions, prepare_task(self.domain, self.task).gold_results)
-                if a.requestor == "assistant"]
-        shaped = shape(self.reward_mode, info, calls=self._tool_calls, invalid_calls=self._tool_errors,
-                       gold_calls=len(gold), gold_invalid_calls=sum(bool(r.error) for _, r in gold))
-        self._reward_info = info.model_dump(mode="json")
-        self._reward_info.update(shaped.model_dump(mode="json"))
-        self._reward = shaped.shaped_reward
+        prepared, episode = prepare_task(self.domain, self.task), self._episode
+        shaped = shape(self.reward_mode, info, calls=episode.tool_calls, invalid_calls=episode.tool_errors,
+                       gold_calls=prepared.gold_agent_calls, gold_invalid_calls=prepared.gold_agent_errors)
+        episode.reward_info = info.model_dump(mode="json")
+        episode.reward_info.update(shaped.model_dump(mode="json"))
+        episode.reward = shaped.shaped_reward
         return shaped.shaped_reward
 
     async def _judge(self) -> float:
-        assert self.task is not None and self.judge is not None and self._reward_info is not None
-        info = RewardInfo.model_validate(self._reward_info)
+        assert self.task is not None and self.judge is not None and self._episode.reward_info is not None
+        info = RewardInfo.model_validate(self._episode.reward_info)
         try:
             info = await judge_nl_assertions(info, self.task, self.judge, self.agent_messages())
         except Exception as exc:  # a failing judge fails the component, never the episode
@@ -454,25 +441,26 @@ class AsyncMuaEnv:
             components["NL_ASSERTION"] = 0.0
             info = info.model_copy(update={"components": components, "reward": 0.0})
             reward = self._shape(info)
-            assert self._reward_info is not None
-            self._reward_info["judge_error"] = f"{type(exc).__name__}: {exc}"
+            assert self._episode.reward_info is not None
+            self._episode.reward_info["judge_error"] = f"{type(exc).__name__}: {exc}"
             return reward
         return self._shape(info)  # shaping applies on top of the judged task reward
 
     def _add_usage(self, reply: UserReply) -> None:
         for key, value in reply.usage.items():
             if isinstance(value, (int, float)):
-                self._usage[key] = self._usage.get(key, 0) + value
+                self._episode.usage[key] = self._episode.usage.get(key, 0) + value
 
     def _info(self) -> StepInfo:
+        episode = self._episode
         info: StepInfo = {
-            "turn": self._turns, "tool_calls": self._tool_calls, "tool_errors": self._tool_errors,
-            "termination_reason": self._reason,
+            "turn": episode.turns, "tool_calls": episode.tool_calls, "tool_errors": episode.tool_errors,
+            "termination_reason": episode.reason,
         }
-        if self._reward_info is not None:
-            info["reward_info"] = self._reward_info  # type: ignore[typeddict-item]  # (RewardInfoDict, as JSON)
-        if self._pending_error is not None:
-            info["user_error"] = self._pending_error
+        if episode.reward_info is not None:
+            info["reward_info"] = episode.reward_info  # type: ignore[typeddict-item]  # (RewardInfoDict, as JSON)
+        if episode.pending_error is not None:
+            info["user_error"] = episode.pending_error
         return info
 
     # -- records -----------------------------------------------------------------------------------
@@ -487,14 +475,15 @@ class AsyncMuaEnv:
     def trajectory(self) -> Trajectory:
         if self.task is None:
             raise RuntimeError("no episode yet: call reset() first")
+        episode = self._episode
         return Trajectory(
             task_id=self.task.id, domain=self.domain.name, seed=self._seed, user=self.user.name,
             tools=self.tool_schemas,
             entries=[TrajectoryEntry(message=m, trainable=t, visible_to_agent=v) for m, t, v in self._entries],
-            reward=self._reward,
-            reward_info=self._reward_info, terminated=self._terminated, truncated=self._truncated,
-            termination_reason=self._reason, turns=self._turns, tool_calls=self._tool_calls,
-            tool_errors=self._tool_errors, user_tool_calls=self._user_tool_calls, usage=dict(self._usage),
+            reward=episode.reward, reward_info=episode.reward_info, terminated=episode.terminated,
+            truncated=episode.truncated, termination_reason=episode.reason, turns=episode.turns,
+            tool_calls=episode.tool_calls, tool_errors=episode.tool_errors, user_tool_calls=episode.user_tool_calls,
+            usage=dict(episode.usage),
         )
 
     @property
@@ -504,7 +493,7 @@ class AsyncMuaEnv:
 
     @property
     def done(self) -> bool:
-        return self._done
+        return self._episode.done
 
     async def aclose(self) -> None:
         await self.user.aclose()

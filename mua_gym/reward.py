@@ -6,8 +6,8 @@
 - ENV_ASSERTION: the domain's predicates hold on the final world.
 - NL_ASSERTION: a pluggable judge (see :class:`Judge`); skipped, and reported as ``None``, without one.
 
-The gold world is computed once per task (:func:`prepare_task`), so every rollout of a task after the
-first pays only for comparing the rows it changed.
+The gold world is computed once per task (:func:`mua_gym.episode.prepare_task`), so every rollout of a task
+after the first pays only for comparing the rows it changed.
 
 Reward modes (:func:`reward_mode`, :func:`shape`): what the env pays, named by one base and any shaping terms
 joined with ``+`` (``"task"``, ``"partial+validity+efficiency"``; without a base, ``"task"``):
@@ -45,120 +45,26 @@ from typing import TYPE_CHECKING, Any, Awaitable, Literal, Protocol, Sequence
 
 from pydantic import BaseModel
 
-from mua_gym.diff import ChangeSet, TableDiff, WorldDiff, diff_rows
-from mua_gym.image import Delta, WorldImage
+from mua_gym.diff import ChangeSet, WorldComparison, WorldDiff, compare_changes
+from mua_gym.episode import PreparedTask, prepare_task
 from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage
-from mua_gym.sql import Key, Row
 from mua_gym.task import Action, Task
-from mua_gym.tools import ToolResult
-from mua_gym.world import Memory, World
+from mua_gym.world import World
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
 
 __all__ = ["BUDGET_PER_GOLD_CALL", "EFFICIENCY_FLOOR", "EfficiencyTerm", "INVALID_CALL_PENALTY", "Judge",
-           "PARTIAL_FAILURE_SCALE", "PreparedTask", "REWARD_BASES", "REWARD_TERMS", "RewardInfo", "RewardMode",
+           "PARTIAL_FAILURE_SCALE", "REWARD_BASES", "REWARD_TERMS", "RewardInfo", "RewardMode",
            "ShapedReward", "SUCCESS_FLOOR", "ValidityTerm", "evaluate", "judge_nl_assertions", "needs_judge",
-           "prepare_task", "reward_mode", "shape"]
+           "reward_mode", "shape"]
 
 
 class Judge(Protocol):
     """Decides natural-language assertions about a conversation: one verdict per assertion."""
 
     def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> Awaitable[list[bool]]: ...
-
-
-@dataclass(frozen=True)
-class PreparedTask:
-    """Per-task work done once: the start state, and the gold world's hash and changed rows."""
-
-    image: WorldImage
-    #: The start state over the image (the task's initial actions applied), and what the world had derived
-    #: from it: ``World.reset(start, start_memory)`` goes there.
-    start: Delta
-    start_memory: Memory
-    start_changes: ChangeSet
-    gold_hash: str
-    gold_changes: ChangeSet
-    gold_results: tuple[ToolResult, ...]
-    #: Rows the gold actions change (from the start state), a dual-control user's own rows left out: the partial
-    #: credit's denominator.
-    gold_rows_changed: int = 0
-    #: Whether an agent that did and said nothing would be paid (a task needing no write, scored on the world
-    #: alone: some of TAU2's). Generated tasks never are; a rollout a trainer cuts short is then not scored.
-    blind_paid: bool = False
-    #: (table, key) of the rows the user's own gold actions change (dual control): no partial credit of the
-    #: agent's, since a blind agent that only asks the user to do things would be paid for them.
-    user_rows: frozenset[tuple[str, Key]] = frozenset()
-
-
-def prepare_task(domain: "Domain", task: Task) -> PreparedTask:
-    """Builds (or returns the cached) :class:`PreparedTask` for ``task``."""
-    # (Read from pydantic's private store directly: the attribute lookup goes through a slow fallback.)
-    prepared = (task.__pydantic_private__ or {}).get("_prepared")
-    if isinstance(prepared, PreparedTask):
-        return prepared
-    image = domain.image(task.world)
-    with domain.scratch_lock:
-        world = domain.scratch_world(image, task.world.source)
-        world.load(image.data)
-        for action in task.initial_actions:
-            result = world.call_tool(action.name, action.arguments, action.requestor)
-            if result.error:
-                raise ValueError(f"task {task.id}: initial action {action.name} failed: {result.content}")
-        start, start_memory = world.delta(), world.memory()
-        start_changes = world.changes()
-        start_hash, assertions_hold = world.state_hash(), _assertions_hold(domain, task, world)
-        results, user_rows = _replay_gold(world, task)
-        gold_changes = world.changes()
-        gold_hash = world.state_hash()
-        prepared = PreparedTask(image, start, start_memory, start_changes, gold_hash, gold_changes, results,
-                                _compare(image, start_changes, gold_changes, gold_changes, user_rows)[1],
-                                _blind_paid(task, start_hash == gold_hash, assertions_hold), user_rows)
-    task._prepared = prepared
-    return prepared
-
-
-def _replay_gold(world: World, task: Task) -> tuple[tuple[ToolResult, ...], frozenset[tuple[str, Key]]]:
-    """Runs the gold actions on ``world``: their results, and the rows the user's own actions changed."""
-    results, user_rows = [], set()
-    for action in task.gold_actions:
-        before = world.changes() if action.requestor == "user" else None
-        results.append(world.call_tool(action.name, action.arguments, action.requestor))
-        if before is not None:
-            after = world.changes()
-            for table in set(before) | set(after):
-                old, new = before.get(table, {}), after.get(table, {})
-                user_rows.update((table, key) for key in set(old) | set(new)
-                                 if old.get(key, _ABSENT) != new.get(key, _ABSENT))
-    return tuple(results), frozenset(user_rows)
-
-
-_ABSENT = object()
-
-
-def _assertions_hold(domain: "Domain", task: Task, world: World) -> bool:
-    """Whether every env assertion of the task holds in ``world`` (a failing check counts as not holding)."""
-    if "ENV_ASSERTION" not in task.evaluation.reward_basis:
-        return True
-    try:
-        return all(domain.check_assertion(world, a) for a in task.evaluation.env_assertions)
-    except Exception:
-        return False
-
-
-def _blind_paid(task: Task, start_is_gold: bool, assertions_hold: bool) -> bool:
-    """Whether :func:`evaluate` would pay an episode with no messages on the start world."""
-    spec = task.evaluation
-    passes = {
-        "DB": start_is_gold,
-        "COMMUNICATE": not spec.communicate_info,
-        "ACTION": not (spec.actions or task.gold_actions),
-        "ENV_ASSERTION": assertions_hold,
-        "NL_ASSERTION": not spec.nl_assertions,  # a judge is taken to fail an empty conversation
-    }
-    return all(passes.get(component, True) for component in spec.reward_basis)
 
 
 class RewardInfo(BaseModel):
@@ -169,7 +75,7 @@ class RewardInfo(BaseModel):
     components: dict[str, float | None]
     #: ``rows_reproduced / gold_rows_changed`` (with no gold row, 1.0), but 0.0 if any extra row changed, any
     #: gold row was given a wrong value (:attr:`wrong_rows`) or any stray write was called. A dual-control
-    #: user's own rows count in neither (see :attr:`PreparedTask.user_rows`).
+    #: user's own rows count in neither (see :attr:`mua_gym.episode.PreparedTask.user_rows`).
     partial_credit: float
     #: What would turn the final world into the gold one: ``inserted`` rows are missing, ``deleted``
     #: rows are extra, ``updated`` rows hold wrong values (``before``: the final world, ``after``: gold).
@@ -187,52 +93,11 @@ class RewardInfo(BaseModel):
     nl_assertions: list[bool] | None = None
 
 
-def _effective(cs: ChangeSet, base: ChangeSet, image: WorldImage, table: str, key: Key) -> Row | None:
-    for layer in (cs, base):
-        rows = layer.get(table)
-        if rows is not None and key in rows:
-            return rows[key]
-    return image.base_row_by_key(table, key)
-
-
-def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> tuple[WorldDiff, int, int, int, int]:
-    """(what turns the final world into gold, rows gold changed, of those the rows reproduced, extra rows, gold
-    rows given a wrong value)."""
+def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> WorldComparison:
     if final == prepared.gold_changes:  # the gold world exactly (what a solved episode ends in)
-        return WorldDiff(), prepared.gold_rows_changed, prepared.gold_rows_changed, 0, 0
-    return _compare_rows(prepared.image, prepared.start_changes, prepared.gold_changes, final, prepared.user_rows)
-
-
-def _compare(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: ChangeSet,
-             user_rows: frozenset[tuple[str, Key]] = frozenset()) -> tuple[WorldDiff, int, int, int]:
-    """(what turns ``final`` into ``gold``, rows gold changed, of those the rows reproduced, extra rows)."""
-    return _compare_rows(image, start, gold, final, user_rows)[:4]
-
-
-def _compare_rows(image: WorldImage, start: ChangeSet, gold: ChangeSet, final: ChangeSet,
-                  user_rows: frozenset[tuple[str, Key]]) -> tuple[WorldDiff, int, int, int, int]:
-    tables: dict[str, TableDiff] = {}
-    gold_changed = reproduced = extra = wrong = 0
-    for table in sorted(set(final) | set(gold) | set(start)):
-        keys = set(final.get(table, ())) | set(gold.get(table, ())) | set(start.get(table, ()))
-        td: TableDiff | None = None  # made only where the final world differs from gold (rare in a good episode)
-        for key in sorted(keys, key=repr):
-            initial = _effective({}, start, image, table, key)
-            mine = _effective(final, {}, image, table, key)
-            wanted = _effective(gold, {}, image, table, key)
-            if mine != wanted:
-                if td is None:
-                    td = tables[table] = TableDiff()
-                diff_rows(image.tables[table], key, mine, wanted, td)
-            if user_rows and (table, key) in user_rows:  # the user's to change: diffed, never the agent's credit
-                continue
-            if wanted != initial:
-                gold_changed += 1
-                reproduced += mine == wanted
-                wrong += mine != wanted and mine != initial  # a miss, and a write it should not have made
-            elif mine != initial:
-                extra += 1
-    return WorldDiff(tables=tables), gold_changed, reproduced, extra, wrong
+        n = prepared.gold_rows_changed
+        return WorldComparison(WorldDiff(), n, n, 0, 0)
+    return compare_changes(prepared.image, prepared.start_changes, prepared.gold_changes, final, prepared.user_rows)
 
 
 def _normalise(text: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 RewardComponent = Literal["DB", "COMMUNICATE", "ACTION", "ENV_ASSERTION", "NL_ASSERTION"]
 Split = Literal["train", "dev", "test"]
@@ -88,6 +88,3 @@ class Task(BaseModel):
     evaluation: EvaluationSpec = EvaluationSpec()
     category: str | None = None
     difficulty: int | None = None
-
-    # Per-task work computed once (start image, gold hash); see mua_gym.episode.prepare_task.
-    _prepared: Any = PrivateAttr(default=None)

@@ -17,7 +17,8 @@ import numpy as np
 
 from mua_gym.fairness import unfair_values
 from mua_gym.messages import AssistantMessage, ToolCall
-from mua_gym.reward import evaluate, prepare_task
+from mua_gym.episode import prepare_task
+from mua_gym.reward import evaluate
 from mua_gym.task import Action, EvaluationSpec, Task, UserScenario, WorldSpec
 
 if TYPE_CHECKING:
@@ -117,8 +118,7 @@ def check_task(domain: "Domain", task: Task) -> tuple[str, list[str]] | None:
     scores above 0.0, and ``("unfair", values)`` when the gold calls hold values the agent is never told.
     """
     with domain.scratch_lock:
-        task._prepared = None  # a cached preparation would not leave the scratch world in the gold state
-        prepared = prepare_task(domain, task)  # leaves the scratch world in the gold state
+        prepared = prepare_task(domain, task, fresh=True)  # leaves the scratch world in the gold state
         failed = next((r.content for r in prepared.gold_results if r.error), None)
         if failed is not None:
             return "failed", [f"a gold call failed: {failed}"]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 from sqlalchemy import Connection
 from sqlalchemy.sql import ClauseElement
 
-from mua_gym.diff import HASH_MOD, ChangeSet, TableDiff, WorldDiff, diff_rows, row_hash
+from mua_gym.diff import HASH_MOD, ChangeSet, TableDiff, WorldDiff, compare_changes, diff_rows, row_hash
 from mua_gym.image import CHANGES, Delta, WorldImage, WorldSnapshot, apply_writes
 from mua_gym.sql import Compiled, Key, Row, bind, connect, engine_over
 from mua_gym.tools import ReadToolWrote, Requestor, Toolkit, ToolResult, render_result, resolve_call
@@ -370,19 +370,9 @@ class World:
 
     def diff(self, other: "World") -> WorldDiff:
         """What turns this world into ``other``: rows ``other`` has and this lacks are 'inserted'."""
-        out: dict[str, TableDiff] = {}
         if other.image is self.image:
-            mine, theirs = self.changes(), other.changes()
-            for table in sorted(set(mine) | set(theirs)):
-                info, td = self.image.tables[table], TableDiff()
-                a, b = mine.get(table, {}), theirs.get(table, {})
-                for key in sorted(set(a) | set(b), key=repr):
-                    before = a[key] if key in a else self.image.base_row_by_key(table, key)
-                    after = b[key] if key in b else self.image.base_row_by_key(table, key)
-                    diff_rows(info, key, before, after, td)
-                if td.inserted or td.deleted or td.updated:
-                    out[table] = td
-            return WorldDiff(tables=out)
+            return compare_changes(self.image, {}, other.changes(), self.changes()).diff
+        out: dict[str, TableDiff] = {}
         for table, info in self.image.tables.items():
             other_info = other.image.tables.get(table)
             if other_info is None or other_info.columns != info.columns:

@@ -11,8 +11,8 @@ from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError
 import mua_gym
 from mua_gym import AsyncMuaEnv, MuaEnv, Trajectory
 from mua_gym.agents import OracleAgent, RandomAgent
-from mua_gym.diff import WorldDiff
-from mua_gym.reward import _compare, prepare_task
+from mua_gym.diff import WorldDiff, compare_changes
+from mua_gym.episode import prepare_task
 
 
 def test_check_env_passes():
@@ -61,9 +61,9 @@ def test_gold_replay_scores_one_on_every_task(mock, all_mock_tasks):
         assert info["reward_info"]["partial_credit"] == 1.0
         # A gold final world takes the reward's short cut; the full comparison must agree with it.
         p = prepare_task(mock, task)
-        full = _compare(p.image, p.start_changes, p.gold_changes, env.world.changes())
+        full = compare_changes(p.image, p.start_changes, p.gold_changes, env.world.changes())
         n = info["reward_info"]["gold_rows_changed"]
-        assert full == (WorldDiff(), n, n, 0) and info["reward_info"]["rows_reproduced"] == n
+        assert full == (WorldDiff(), n, n, 0, 0) and info["reward_info"]["rows_reproduced"] == n
 
 
 def test_doing_nothing_scores_zero_where_gold_changes_state(mock, all_mock_tasks):
@@ -461,7 +461,7 @@ def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
     """Some TAU2 tasks need no write and are scored on the world only: an untouched world is their gold one.
     A rollout cut short there must not be paid, or a trainer's policy learns to stop at once."""
     pytest.importorskip("tau2")
-    from mua_gym.reward import prepare_task
+    from mua_gym.episode import prepare_task
 
     env = mua_gym.make("mua/Airline-v0", world="tau2", split="test").unwrapped
     blind = [t for t in env.core.tasks("test") if prepare_task(env.domain, t).blind_paid]

@@ -11,7 +11,7 @@ from mua_gym import MuaEnv, Persona
 from mua_gym.agents import ARGUMENT_QUESTIONS, FairAgent
 from mua_gym.fairness import Knowledge, unfair_values, user_disclosures
 from mua_gym.messages import AssistantMessage
-from mua_gym.reward import prepare_task
+from mua_gym.episode import prepare_task
 from mua_gym.taskgen import generate_tasks
 from mua_gym.user_sims.scenario import ScenarioUser
 

@@ -13,9 +13,10 @@ from mua_gym import MuaEnv
 from mua_gym.agents import Agent, OracleAgent
 from mua_gym.baselines import BLIND_AGENTS, CLOSING
 from mua_gym.user_sims import UserSimulator
+from mua_gym.episode import prepare_task
 from mua_gym.reward import (
     BUDGET_PER_GOLD_CALL, EFFICIENCY_FLOOR, INVALID_CALL_PENALTY, PARTIAL_FAILURE_SCALE, REWARD_BASES, REWARD_TERMS,
-    SUCCESS_FLOOR, RewardInfo, prepare_task, reward_mode, shape,
+    SUCCESS_FLOOR, RewardInfo, reward_mode, shape,
 )
 
 from episodes import run, run_oracle

@@ -9,7 +9,8 @@ import mua_gym
 from mua_gym import MuaEnv, tau2
 from mua_gym.agents import OracleAgent
 from mua_gym.messages import AssistantMessage, ToolCall, UserMessage
-from mua_gym.reward import evaluate, prepare_task
+from mua_gym.episode import prepare_task
+from mua_gym.reward import evaluate
 
 try:
     tau2.data_dir("telecom")

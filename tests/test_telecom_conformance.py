@@ -80,7 +80,7 @@ import mua_gym  # noqa: E402
 from mua_gym.domains.telecom import phone as ph  # noqa: E402
 from mua_gym.domains.telecom.account_format import export_account_db  # noqa: E402
 from mua_gym.domains.telecom.phone_format import export_phone_db  # noqa: E402
-from mua_gym.reward import prepare_task  # noqa: E402
+from mua_gym.episode import prepare_task  # noqa: E402
 from mua_gym.task import EnvAssertion, Task  # noqa: E402
 from mua_gym.image import CHANGES  # noqa: E402
 from mua_gym.world import World  # noqa: E402
