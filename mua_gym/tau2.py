@@ -12,11 +12,12 @@ import functools
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
 
-__all__ = ["Tau2NotFound", "data_dir", "load_tasks", "read_json", "read_policy", "tau2_tools_source"]
+__all__ = ["Tau2NotFound", "data_dir", "json_world", "load_tasks", "policy_function", "read_json", "read_policy",
+           "task_source", "tau2_tools_source"]
 
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 
@@ -75,7 +76,44 @@ def read_json(folder: Path, name: str) -> Any:
 
 
 def read_policy(domain: str, path: str | Path | None = None, name: str = "policy.md") -> str:
+    """The text of TAU2's file ``name`` for ``domain`` (by default its policy)."""
     return (data_dir(domain, path) / name).read_text(encoding="utf-8")
+
+
+# -- wiring a domain's tau2 source: its world builder, task source and policy, each made here ----------------
+def json_world(domain: str, load_db: Callable[[Any, Any], None]) -> Callable[..., None]:
+    """The world builder of TAU2's ``domain`` from its ``db.json``: ``load_db(conn, parsed_json)`` fills the
+    schema. The builder takes ``path=`` (a folder of TAU2's files; by default the installed package's)."""
+    def build_tau2(conn: Any, *, seed: int = 0, path: str | None = None) -> None:
+        load_db(conn, read_json(data_dir(domain, path), "db.json"))
+
+    return build_tau2
+
+
+def task_source(domain: str, *, subsets: bool = False) -> Callable[..., list[Task]]:
+    """The task source of TAU2's ``domain`` (see :func:`load_tasks`). It takes ``path=``, and with ``subsets``
+    also ``subset=`` (another list of the split file): the keys an env's ``world_params`` may then hold."""
+    if subsets:
+        def tau2_tasks_in(_domain: Any, split: str, path: str | None = None, subset: str | None = None) -> list[Task]:
+            return load_tasks(domain, split, path, subset=subset)
+
+        return tau2_tasks_in
+
+    def tau2_tasks(_domain: Any, split: str, path: str | None = None) -> list[Task]:
+        return load_tasks(domain, split, path)
+
+    return tau2_tasks
+
+
+def policy_function(domain: str, own: str, read: Callable[[str | None], str] | None = None) -> Callable[..., str]:
+    """A domain's policy: ``own`` for worlds of its own sources; for ``tau2``'s, TAU2's policy read at run time
+    with ``read(path)`` (by default TAU2's ``policy.md`` for ``domain``)."""
+    read_tau2 = read or (lambda path: read_policy(domain, path))
+
+    def policy(source: str, path: str | None = None, **params: Any) -> str:
+        return read_tau2(path) if source == "tau2" else own
+
+    return policy
 
 
 def _opening(instructions: dict[str, Any]) -> str:

@@ -87,11 +87,6 @@ def load_db(conn: Connection, db: dict[str, Any], airport_list: list[tuple[str, 
             conn.execute(insert(table), batch)
 
 
-def build_tau2(conn: Connection, *, seed: int = 0, path: str | None = None) -> None:
-    """The world of TAU2's airline tasks, read from the installed tau2 package or ``path``."""
-    load_db(conn, tau2.read_json(tau2.data_dir("airline", path), "db.json"))
-
-
 ALL_FLIGHTS = select(flights.c.flight_number).order_by(flights.c.position)
 ALL_USERS = select(users.c.user_id).order_by(users.c.position)
 ALL_RESERVATIONS = select(reservations.c.reservation_id).order_by(reservations.c.position)
@@ -105,7 +100,3 @@ def export_db(world: World) -> dict[str, Any]:
         "reservations": {rid: reservation_record(world, world.fetch_one(RESERVATION, rid=rid))
                          for rid in world.fetch_column(ALL_RESERVATIONS)},
     }
-
-
-def tau2_tasks(domain: Any, split: str, path: str | None = None) -> list:
-    return tau2.load_tasks("airline", split, path)

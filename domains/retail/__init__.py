@@ -8,22 +8,17 @@ retail database, read from the installed ``tau2`` package or ``path=``). Task so
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mua_gym import tau2
 from mua_gym.domain import Domain
 from mua_gym.domains.retail.taskgen import generated_tasks
 from mua_gym.domains.retail.schema import Base
-from mua_gym.domains.retail.tau2_format import build_tau2, tau2_tasks
+from mua_gym.domains.retail.tau2_format import load_db
 from mua_gym.domains.retail.tools import AGENT_TOOLS
+from mua_gym.kit import deferred
 from mua_gym.tools import Toolkit
 
 POLICY = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
-
-
-def policy(source: str, path: str | None = None, **params: Any) -> str:
-    """Our policy for our worlds; TAU2's own policy, read at run time, for TAU2's."""
-    return tau2.read_policy("retail", path) if source == "tau2" else POLICY
 
 
 def tau2_toolkit() -> Toolkit:
@@ -34,19 +29,14 @@ def tau2_toolkit() -> Toolkit:
     return AGENT_TOOLS
 
 
-def _generated_world(conn: Any, **params: Any) -> None:
-    from mua_gym.domains.retail.generate import build_generated
-
-    build_generated(conn, **params)
-
-
 DOMAIN = Domain(
     name="retail",
     metadata=Base.metadata,
     tools=AGENT_TOOLS,
-    policy=policy,
-    worlds={"generated": _generated_world, "tau2": build_tau2},
-    task_sources={"generated": generated_tasks, "tau2": tau2_tasks},
+    policy=tau2.policy_function("retail", POLICY),
+    worlds={"generated": deferred("mua_gym.domains.retail.generate:build_generated"),
+            "tau2": tau2.json_world("retail", load_db)},
+    task_sources={"generated": generated_tasks, "tau2": tau2.task_source("retail")},
     source_tools={"tau2": tau2_toolkit},
     reward_basis=("DB", "COMMUNICATE"),
     description="An online store: users, payment methods, products and their items, orders.",

@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from mua_gym import tau2
 from mua_gym.domains.retail.records import (
     ADDRESS_FIELDS, PRODUCT, USER, order_record, product_record, user_record,
 )
@@ -71,11 +70,6 @@ def load_db(conn: Connection, db: dict[str, Any]) -> None:
             conn.execute(insert(table), rows)
 
 
-def build_tau2(conn: Connection, *, seed: int = 0, path: str | None = None) -> None:
-    """The world of TAU2's retail tasks, read from the installed tau2 package or ``path``."""
-    load_db(conn, tau2.read_json(tau2.data_dir("retail", path), "db.json"))
-
-
 ALL_PRODUCT_IDS = select(products.c.product_id).order_by(products.c.position)
 ALL_USER_IDS = select(users.c.user_id).order_by(users.c.position)
 ALL_ORDERS = select(orders).order_by(orders.c.position)
@@ -91,7 +85,3 @@ def export_db(world: World) -> dict[str, Any]:
         "users": {uid: user_record(world, world.fetch_one(USER, uid=uid)) for uid in user_ids},
         "orders": {row["order_id"]: order_record(world, row) for row in order_rows},
     }
-
-
-def tau2_tasks(domain: Any, split: str, path: str | None = None) -> list:
-    return tau2.load_tasks("retail", split, path)

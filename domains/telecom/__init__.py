@@ -9,8 +9,6 @@ package or ``path=``: the 114 base tasks as train/test, or all 2,285 with ``subs
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 from sqlalchemy import Connection
 
 from mua_gym import tau2
@@ -22,6 +20,7 @@ from mua_gym.domains.telecom.phone import sync
 from mua_gym.domains.telecom.phone_format import load_phone_db
 from mua_gym.domains.telecom.phone_tools import PHONE_ASSERTIONS, PHONE_SETUP_TOOLS, USER_TOOLS
 from mua_gym.domains.telecom.schema import Base
+from mua_gym.kit import deferred
 from mua_gym.tools import Toolkit
 
 
@@ -39,23 +38,11 @@ def build_tau2(conn: Connection, *, seed: int = 0, path: str | None = None) -> N
 POLICY = (Path(__file__).parent / "policy.md").read_text(encoding="utf-8")
 
 
-def policy(source: str, path: str | None = None, **params: Any) -> str:
-    """Our policy for our worlds; for TAU2's, its main policy and technical-support manual, read at run time."""
-    if source != "tau2":
-        return POLICY
+def tau2_policy(path: str | None) -> str:
+    """TAU2's telecom policy as its agent reads it: the main policy and the technical-support manual."""
     main = tau2.read_policy("telecom", path, "main_policy.md")
     manual = tau2.read_policy("telecom", path, "tech_support_manual.md")
     return f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{manual}\n</tech_support_policy>"
-
-
-def tau2_tasks(domain: Domain, split: str, path: str | None = None, subset: str | None = None) -> list:
-    return tau2.load_tasks("telecom", split, path, subset=subset)
-
-
-def _generated_world(conn: Connection, **params: Any) -> None:
-    from mua_gym.domains.telecom.generate import build_generated
-
-    build_generated(conn, **params)
 
 
 DOMAIN = Domain(
@@ -64,9 +51,9 @@ DOMAIN = Domain(
     tools=AGENT_TOOLS,
     user_tools=USER_TOOLS,
     setup_tools=Toolkit.of(*ACCOUNT_SETUP_TOOLS, *PHONE_SETUP_TOOLS),
-    policy=policy,
-    worlds={"tau2": build_tau2, "generated": _generated_world},
-    task_sources={"tau2": tau2_tasks, "generated": generated_tasks},
+    policy=tau2.policy_function("telecom", POLICY, read=tau2_policy),
+    worlds={"tau2": build_tau2, "generated": deferred("mua_gym.domains.telecom.generate:build_generated")},
+    task_sources={"tau2": tau2.task_source("telecom", subsets=True), "generated": generated_tasks},
     terminal_tools=frozenset(),
     assertions={**ACCOUNT_ASSERTIONS, **PHONE_ASSERTIONS},
     after_tool_call=sync,
