@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from mua_gym.domain import Domain
-from mua_gym.task import Task, WorldSpec
+from mua_gym.task import Task
+from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
 from mua_gym.taskgen import Intent, action, compose_task, generate_tasks
 
 __all__ = ["DEFAULT_COUNTS", "generated_tasks"]
@@ -78,15 +79,12 @@ def _upcoming(r: dict) -> bool:
     return r["status"] is None and bool(r["flights"]) and all(f["date"] > TODAY for f in r["flights"])
 
 
-class _Maker:
+class _Maker(TaskMaker):
     def __init__(self, snap: Snapshot, rng: np.random.Generator, user: dict) -> None:
-        self.snap, self.rng, self.user = snap, rng, user
+        super().__init__(rng)
+        self.snap, self.user = snap, user
         self.uid = user["user_id"]
-        self.used: set[str] = set()
         self.booked = False
-
-    def pick(self, items: list[Any]) -> Any:
-        return items[int(self.rng.integers(len(items)))]
 
     def reservations(self, keep: Any) -> list[dict]:
         return [r for r in self.snap.reservations.get(self.uid, []) if r["id"] not in self.used and keep(r)]
@@ -360,27 +358,18 @@ INTENTS = {
     "update_passenger": _Maker.update_passenger, "compensation": _Maker.compensation,
     "flight_status": _Maker.flight_status, "refusal": _Maker.refusal,
 }
-SINGLE = list(INTENTS)
 
 
 def generated_tasks(domain: Domain, split: str, *, count: int | None = None, seed: int = 0, size: str = "default",
                     difficulty: int | None = None, verify: bool = True, source: str = "generated") -> list[Task]:
     """``count`` verified tasks of ``split`` (default 1,000 train, 150 dev, 150 test) over the world of ``seed``."""
-    params = {"size": size} if size != "default" and source == "generated" else {}
-    world = WorldSpec(source=source, seed=seed, params=params)
-    image = domain.image(world)
-    with domain.scratch_lock:
-        scratch = domain.scratch_world(image, source)
-        scratch.load(image.data)
-        snap = Snapshot(scratch.raw)
+    world = generated_world(seed, size, source)
+    snap = read_world(domain, world, Snapshot)
 
     def make(rng: np.random.Generator, user: int, level: int, task_id: str) -> Task | None:
         maker = _Maker(snap, rng, snap.users[user])
-        kinds = [SINGLE[int(rng.integers(len(SINGLE)))] for _ in range(level)]
-        if level == 3:
-            kinds[-1] = "refusal"
-        intents = [INTENTS[k](maker) for k in kinds]
-        if any(i is None for i in intents):
+        intents = draw_intents(maker, level, INTENTS)
+        if intents is None:
             return None
         uid = maker.uid
         return compose_task(task_id=task_id, domain="airline", split=split, world=world, intents=intents,  # type: ignore[arg-type]

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from mua_gym.domain import Domain
-from mua_gym.task import Action, Task, WorldSpec
+from mua_gym.task import Action, Task
+from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
 from mua_gym.taskgen import Intent, action, compose_task, generate_tasks
 
 __all__ = ["DEFAULT_COUNTS", "generated_tasks"]
@@ -75,13 +76,10 @@ def _money(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-class _Maker:
+class _Maker(TaskMaker):
     def __init__(self, snap: Snapshot, rng: np.random.Generator, user: dict) -> None:
-        self.snap, self.rng, self.user = snap, rng, user
-        self.used: set[str] = set()  # orders already part of this task
-
-    def pick(self, items: list[Any]) -> Any:
-        return items[int(self.rng.integers(len(items)))]
+        super().__init__(rng)
+        self.snap, self.user = snap, user
 
     def orders(self, *statuses: str) -> list[dict]:
         return [o for o in self.snap.orders.get(self.user["user_id"], [])
@@ -300,20 +298,13 @@ def _auth(maker: _Maker) -> tuple[Action, str, dict[str, Any]]:
 def generated_tasks(domain: Domain, split: str, *, count: int | None = None, seed: int = 0, size: str = "default",
                     difficulty: int | None = None, verify: bool = True) -> list[Task]:
     """``count`` verified tasks of ``split`` (default 2,000 train, 200 dev, 200 test) over the world of ``seed``."""
-    world = WorldSpec(source="generated", seed=seed, params={"size": size} if size != "default" else {})
-    image = domain.image(world)
-    with domain.scratch_lock:
-        scratch = domain.scratch_world(image)
-        scratch.load(image.data)
-        snap = Snapshot(scratch.raw)
+    world = generated_world(seed, size)
+    snap = read_world(domain, world, Snapshot)
 
     def make(rng: np.random.Generator, user: int, level: int, task_id: str) -> Task | None:
         maker = _Maker(snap, rng, snap.users[user])
-        kinds = [SINGLE[int(rng.integers(len(SINGLE)))] for _ in range(level)]
-        if level == 3:
-            kinds[-1] = "refusal"
-        intents = [INTENTS[k](maker) for k in kinds]
-        if any(i is None for i in intents):
+        intents = draw_intents(maker, level, INTENTS, SINGLE)
+        if intents is None:
             return None
         auth, auth_text, auth_facts = _auth(maker)
         person = maker.user

@@ -50,6 +50,7 @@ import numpy as np
 
 from mua_gym.domain import Domain
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
+from mua_gym.kit.tasks import TaskMaker, generated_world, read_world
 from mua_gym.taskgen import generate_tasks
 
 __all__ = ["DEFAULT_COUNTS", "FAMILIES", "generated_tasks"]
@@ -190,15 +191,12 @@ def _s(tool_name: str, /, **arguments: Any) -> Action:
     return _a(tool_name, "setup", **arguments)
 
 
-class _Maker:
+class _Maker(TaskMaker):
     """Builds one task for a customer from a seeded generator."""
 
     def __init__(self, snap: Snapshot, rng: np.random.Generator, split: str, world: WorldSpec) -> None:
-        self.snap, self.rng, self.split, self.world = snap, rng, split, world
-
-    def pick(self, items: Any) -> Any:
-        items = list(items)
-        return items[int(self.rng.integers(len(items)))]
+        super().__init__(rng)
+        self.snap, self.split, self.world = snap, split, world
 
     def choose_faults(self, family: Family, level: int) -> tuple[dict[str, str], str | None] | None:
         """slot -> variant of the fixable faults, and the trap's slot (or None)."""
@@ -446,12 +444,8 @@ def _gb(amount: float | None) -> str:
 def generated_tasks(domain: Domain, split: str, *, count: int | None = None, seed: int = 0, size: str = "default",
                     difficulty: int | None = None, verify: bool = True) -> list[Task]:
     """``count`` verified tasks of ``split`` (default 1,000 train, 150 dev, 150 test) over the world of ``seed``."""
-    world = WorldSpec(source="generated", seed=seed, params={"size": size} if size != "default" else {})
-    image = domain.image(world)
-    with domain.scratch_lock:
-        scratch = domain.scratch_world(image, "generated")
-        scratch.load(image.data)
-        snap = Snapshot(scratch.raw)
+    world = generated_world(seed, size)
+    snap = read_world(domain, world, Snapshot)
 
     def make(rng: np.random.Generator, user: int, level: int, task_id: str) -> Task | None:
         return _Maker(snap, rng, split, world).make(snap.customers[user], level, task_id)

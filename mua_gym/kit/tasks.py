@@ -1,0 +1,67 @@
+"""A task maker's mechanics: the world read once as plain data, a seeded pick, and a level's intents.
+
+A domain's task maker subclasses :class:`TaskMaker` and adds one method per intent kind (each returns an
+:class:`mua_gym.taskgen.Intent`, or None where this user has nothing for it); :func:`draw_intents` picks a
+level's kinds and calls them. :func:`read_world` gives the maker its snapshot of the world. Composing the
+task and verifying it are the core's (:func:`mua_gym.taskgen.compose_task`, :func:`mua_gym.taskgen.generate_tasks`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar
+
+import numpy as np
+
+from mua_gym.task import WorldSpec
+from mua_gym.taskgen import Intent
+
+if TYPE_CHECKING:
+    from mua_gym.domain import Domain
+
+__all__ = ["TaskMaker", "draw_intents", "generated_world", "read_world"]
+
+T = TypeVar("T")
+S = TypeVar("S")
+M = TypeVar("M", bound="TaskMaker")
+
+
+class TaskMaker:
+    """Makes one task from a seeded generator: ``rng`` draws every choice, ``used`` holds the ids of the records
+    (orders, reservations) that an earlier intent of the same task already took."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.used: set[str] = set()
+
+    def pick(self, items: Sequence[T]) -> T:
+        """One of ``items`` (a non-empty sequence), drawn uniformly."""
+        return items[int(self.rng.integers(len(items)))]
+
+
+def draw_intents(maker: M, level: int, makers: Mapping[str, Callable[[M], Intent | None]],
+                 kinds: Sequence[str] | None = None, last: str | None = "refusal") -> list[Intent] | None:
+    """``level`` intents of kinds drawn from ``kinds`` (by default every key of ``makers``), the last one of kind
+    ``last`` at level 3 (a request the policy refuses); None where some kind has nothing for this user."""
+    kinds = list(makers) if kinds is None else kinds
+    drawn = [kinds[int(maker.rng.integers(len(kinds)))] for _ in range(level)]
+    if level == 3 and last is not None:
+        drawn[-1] = last
+    intents = [makers[kind](maker) for kind in drawn]
+    return None if any(i is None for i in intents) else intents  # type: ignore[return-value]
+
+
+def generated_world(seed: int, size: str = "default", source: str = "generated") -> WorldSpec:
+    """The world spec of a generated split: the world of ``seed`` at ``size`` (a size means nothing to another
+    source, whose world is fixed)."""
+    params = {"size": size} if size != "default" and source == "generated" else {}
+    return WorldSpec(source=source, seed=seed, params=params)
+
+
+def read_world(domain: "Domain", world: WorldSpec, read: Callable[[sqlite3.Connection], S]) -> S:
+    """``read`` applied to a fresh copy of ``world``: a task maker's snapshot, read once per split."""
+    image = domain.image(world)
+    with domain.scratch_lock:
+        scratch = domain.scratch_world(image, world.source)
+        scratch.load(image.data)
+        return read(scratch.raw)

@@ -1,0 +1,53 @@
+"""The domain kit: what the built-in domains' generators and task makers share."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mua_gym.kit import deferred
+from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
+from mua_gym.registry import get_domain
+from mua_gym.taskgen import Intent
+
+
+def test_a_deferred_function_imports_its_module_on_first_call_only():
+    code = ("import sys\nfrom mua_gym.registry import get_domain\nd = get_domain('retail')\n"
+            "print('mua_gym.domains.retail.generate' in sys.modules)\n"
+            "d.image()\nprint('mua_gym.domains.retail.generate' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+    join = deferred("os.path:join")
+    assert join.__name__ == "join" and join("a", "b") == "a/b"
+    with pytest.raises(ModuleNotFoundError):
+        deferred("no_such_module_here:f")()
+
+
+class Maker(TaskMaker):
+    def ask(self) -> Intent | None:
+        return Intent("ask", f"Question {self.pick(['a', 'b'])}.", [])
+
+    def never(self) -> Intent | None:
+        return None
+
+    def refusal(self) -> Intent | None:
+        return Intent("refusal", "Do what I may not.", [])
+
+
+def test_draw_intents_draws_a_level_of_kinds_and_ends_level_three_on_a_refusal():
+    makers = {"ask": Maker.ask, "never": Maker.never, "refusal": Maker.refusal}
+    drawn = draw_intents(Maker(np.random.default_rng(0)), 3, makers, ["ask"])
+    assert [i.category for i in drawn] == ["ask", "ask", "refusal"]
+    assert [i.category for i in draw_intents(Maker(np.random.default_rng(0)), 2, makers, ["ask"])] == ["ask", "ask"]
+    assert draw_intents(Maker(np.random.default_rng(0)), 1, makers, ["never"]) is None  # nothing for this user
+    same = [[i.says for i in draw_intents(Maker(np.random.default_rng(7)), 2, makers, ["ask"])] for _ in range(2)]
+    assert same[0] == same[1]  # the seed decides every draw
+
+
+def test_a_task_makers_world_is_the_generated_one_read_once_per_split():
+    assert generated_world(3).params == {} and generated_world(3, "small").params == {"size": "small"}
+    assert generated_world(3, "small", "tau2").params == {}  # a fixed world has no size
+    retail = get_domain("retail")
+    count = read_world(retail, generated_world(0), lambda raw: raw.execute("SELECT COUNT(*) FROM users").fetchone()[0])
+    assert count == retail.new_world().raw.execute("SELECT COUNT(*) FROM users").fetchone()[0] > 0
