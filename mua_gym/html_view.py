@@ -14,15 +14,42 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, Sequence
 
 from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 
-if TYPE_CHECKING:
-    from mua_gym.trajectory import Trajectory, TrajectoryEntry
-
 __all__ = ["STYLE", "escape_html", "trajectory_html"]
+
+
+# What the view reads of a mua_gym.trajectory.Trajectory, stated here: trajectory.py imports this module.
+class TrajectoryEntry(Protocol):
+    @property
+    def message(self) -> Any: ...
+    @property
+    def visible_to_agent(self) -> bool: ...
+
+
+class Trajectory(Protocol):
+    task_id: str
+    domain: str
+    seed: int | None
+    user: str
+    reward: float | None
+    reward_info: dict[str, Any] | None
+    terminated: bool
+    truncated: bool
+    termination_reason: str | None
+    turns: int
+    tool_calls: int
+    tool_errors: int
+    user_tool_calls: int
+
+    @property
+    def entries(self) -> Sequence[TrajectoryEntry]: ...
+    @property
+    def task_reward(self) -> float | None: ...
+
 
 STYLE = """<style>
 .mua-traj{font:13px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;max-width:1000px}
@@ -58,7 +85,7 @@ _COMPONENT_NAMES = {
 }
 
 
-def trajectory_html(trajectory: "Trajectory", *, style: bool = True, policy_href: str | None = None) -> str:
+def trajectory_html(trajectory: Trajectory, *, style: bool = True, policy_href: str | None = None) -> str:
     """The episode as an HTML fragment (header, reward breakdown, diff against gold, transcript).
 
     ``style=False`` leaves out the ``<style>`` block (a page that holds :data:`STYLE` once); ``policy_href``
@@ -93,7 +120,7 @@ def _verdict(value: Any) -> str:
     return f'<span class="mua-badge mua-warn">{_e(value)}</span>'
 
 
-def _header(t: "Trajectory") -> str:
+def _header(t: Trajectory) -> str:
     task_reward = t.task_reward  # pass/fail is the binary task reward; a reward mode's shaping is shown beside it
     reward = "not scored" if t.reward is None else f"{t.reward:g}"
     if task_reward is not None and t.reward != task_reward:
@@ -211,7 +238,7 @@ def _calls(calls: list[Any] | None) -> str:
     return "".join(out)
 
 
-def _entry(entry: "TrajectoryEntry", policy_href: str | None) -> str:
+def _entry(entry: TrajectoryEntry, policy_href: str | None) -> str:
     m = entry.message
     hidden = "" if entry.visible_to_agent else " mua-hidden"
     mark = "" if entry.visible_to_agent else ' <span class="mua-badge mua-hid">hidden from agent</span>'
@@ -241,6 +268,6 @@ def _entry(entry: "TrajectoryEntry", policy_href: str | None) -> str:
     return f'<div class="mua-msg"><pre>{_e(m)}</pre></div>'
 
 
-def _transcript(t: "Trajectory", policy_href: str | None) -> str:
+def _transcript(t: Trajectory, policy_href: str | None) -> str:
     body = "".join(_entry(e, policy_href) for e in t.entries)
     return f'<div class="mua-box"><h4>Transcript ({len(t.entries)} messages)</h4>{body}</div>'

@@ -1,7 +1,7 @@
 """No import cycle among mua_gym's modules, the mapped ``domains/`` and ``user_sims/`` packages included.
 
-Every import counts, at module level or inside a function (a lazy import that closes a loop is still a loop),
-except those under ``if TYPE_CHECKING:``, which never run.
+Every import counts, at module level or inside a function (a lazy import that closes a loop is still a loop).
+Those under ``if TYPE_CHECKING:`` never run, and are checked apart: a loop of them is a loop in the design.
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ def _type_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
-    """The modules of ``modules`` that ``name`` (the file at ``path``) imports, anywhere but TYPE_CHECKING."""
+def imports_of(name: str, path: str, modules: dict[str, str], type_only: bool = False) -> set[str]:
+    """The modules of ``modules`` that ``name`` (the file at ``path``) imports, anywhere but TYPE_CHECKING (with
+    ``type_only``, there too)."""
     tree = ast.parse(Path(path).read_text())
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-    skipped = _type_only(tree)
+    skipped = set() if type_only else _type_only(tree)
     targets: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -59,10 +60,10 @@ def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
     return {t for t in targets if t in modules and t != name}
 
 
-def cycles(modules: dict[str, str]) -> list[list[str]]:
+def cycles(modules: dict[str, str], type_only: bool = False) -> list[list[str]]:
     """The groups of two or more modules that import each other round a loop (Tarjan's strongly connected
-    components), each sorted."""
-    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    components), each sorted; with ``type_only``, imports for type checkers count too."""
+    graph = {name: imports_of(name, path, modules, type_only) for name, path in modules.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -105,6 +106,10 @@ def test_no_module_of_the_package_imports_itself_round_a_loop():
     assert cycles(modules) == []
 
 
+def test_nor_round_a_loop_of_imports_made_for_type_checkers():
+    assert cycles(package_modules(), type_only=True) == []
+
+
 def test_the_walker_finds_a_loop_through_a_lazy_import_and_skips_a_type_only_one(tmp_path):
     files = {
         "pkg/__init__.py": "",
@@ -119,3 +124,4 @@ def test_the_walker_finds_a_loop_through_a_lazy_import_and_skips_a_type_only_one
         (tmp_path / name).write_text(text)
     modules = {name[:-3].replace("/", ".").removesuffix(".__init__"): str(tmp_path / name) for name in files}
     assert cycles(modules) == [["pkg.a", "pkg.b", "pkg.c"]]
+    assert cycles(modules, type_only=True) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.d", "pkg.e"]]
