@@ -79,7 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-generations", type=int, default=4, help="rollouts per task (a GRPO group)")
     p.add_argument("--batch", type=int, default=4, help="rollouts per step (a multiple of --num-generations)")
     p.add_argument("--lr", type=float, default=1e-5)
-    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
+    p.add_argument("--beta", type=float, default=0.0,
+                   help="KL coefficient, to the policy GRPO starts from (after any warm-up)")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the rollouts")
     p.add_argument("--eval-temperature", type=float, default=0.0, help="of the held-out evaluation (0: greedy)")
     p.add_argument("--max-completion-length", type=int, default=1024)
@@ -316,6 +317,18 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
                                  task_type="CAUSAL_LM")
     import torch
 
+    if args.beta and not args.lora:
+        # TRL builds the KL reference by loading the policy's config path again: from the GGUF folder that fails,
+        # and from any folder it would be the weights before the warm-up. Save the policy GRPO starts from.
+        reference = out / "reference"
+        model.save_pretrained(reference)
+        tokenizer.save_pretrained(reference)
+        saved = json.loads((reference / "config.json").read_text())
+        if saved.get("quantization_config", 0) is None:  # a dequantised GGUF's: a null entry fails to load
+            del saved["quantization_config"]
+        saved.setdefault("auto_map", {})  # TRL reads config.auto_map, which a config built in code lacks
+        (reference / "config.json").write_text(json.dumps(saved, indent=2))
+        model.config._name_or_path = str(reference)
     config = GRPOConfig(
         output_dir=str(out / "trainer"), max_steps=args.steps, per_device_train_batch_size=args.batch,
         num_generations=args.num_generations, max_completion_length=args.max_completion_length,
@@ -338,7 +351,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.batch % args.num_generations:
         raise SystemExit(f"--batch ({args.batch}) must be a multiple of --num-generations ({args.num_generations})")
     out = Path(args.out)
-    for stale in ("eval-base", "eval-before", "eval-after", "trainer"):  # a folder left there would resume, not rerun
+    # a folder left there would resume, not rerun
+    for stale in ("eval-base", "eval-before", "eval-after", "trainer", "reference"):
         shutil.rmtree(out / stale, ignore_errors=True)
     for stale in ("curve.jsonl", "curve.png", "summary.json", "warmup-sft.jsonl"):
         (out / stale).unlink(missing_ok=True)

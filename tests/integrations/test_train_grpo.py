@@ -70,8 +70,9 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
     with pytest.raises(SystemExit, match="must be a multiple"):
         recipe.main(["--env", "mua/Mock-v0", "--num-generations", "2", "--batch", "3", "--out", str(out)])
     boxed = tmp_path / "boxed"  # a time box ends GRPO after its first step, and the evaluation after still runs
-    try:
-        summary = recipe.main(["--env", "mua/Mock-v0", "--steps", "5", "--max-train-minutes", "1e-6",
+    start = {name: value.detach().clone() for name, value in model.state_dict().items()}
+    try:  # with a KL term (--beta), its reference is the policy GRPO starts from, not the weights on disk
+        summary = recipe.main(["--env", "mua/Mock-v0", "--steps", "5", "--max-train-minutes", "1e-6", "--beta", "0.1",
                                "--train-tasks", "2", "--eval-split", "train", "--eval-tasks", "2",
                                "--num-generations", "2", "--batch", "2", "--max-completion-length", "2048",
                                "--max-tool-calls", "40", "--max-turns", "60", "--threads", "1", "--out", str(boxed)])
@@ -80,6 +81,10 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
     assert summary["steps"] == 1 and summary["steps_planned"] == 5 and summary["stopped_by_time"] is True
     assert [json.loads(line)["step"] for line in (boxed / "curve.jsonl").read_text().splitlines()] == [1]
     assert len(read_run(boxed / "eval-after").results) == 2 and summary["after_pass_1"] is not None
+    from transformers import AutoModelForCausalLM
+
+    reference = AutoModelForCausalLM.from_pretrained(boxed / "reference").state_dict()
+    assert reference.keys() <= start.keys() and all(torch.equal(start[k], v) for k, v in reference.items())
 
 
 @pytest.mark.slow
