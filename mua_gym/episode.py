@@ -59,12 +59,11 @@ def prepare_task(domain: "Domain", task: Task, *, fresh: bool = False) -> Prepar
     task's image in the gold state, which :func:`mua_gym.taskgen.check_task` goes on from.
     Raises ``ValueError`` where an initial action of the task fails.
     """
-    cache = domain.task_cache
-    entry = cache.get(id(task))
+    cache, key = domain.task_cache, id(task)
+    entry = cache.get(key)
     if not fresh and entry is not None and entry[0]() is task:
         return entry[1]
     prepared = _prepare(domain, task)
-    key = id(task)
     # The entry goes when the task does: a task list dropped by its owner frees its preparations too.
     cache[key] = (weakref.ref(task, lambda _, key=key: cache.pop(key, None)), prepared)
     return prepared
