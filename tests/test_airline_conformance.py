@@ -62,7 +62,7 @@ import mua_gym  # noqa: E402
 from mua_gym.domains.airline.records import (  # noqa: E402
     FLIGHT, RESERVATION, USER, flight_record, reservation_record, user_record,
 )
-from mua_gym.domains.airline.tau2_format import export_db  # noqa: E402
+from mua_gym.domains.airline.records import export_db  # noqa: E402
 
 GENERIC_TOOLS = {"calculate", "transfer_to_human_agents"}
 WRITE_TOOLS = ("book_reservation", "cancel_reservation", "send_certificate", "update_reservation_baggages",

@@ -46,7 +46,7 @@ from tau2_ref import (  # noqa: E402
 
 import mua_gym  # noqa: E402
 from mua_gym.domains.retail.records import ORDER, PRODUCT, USER, order_record, product_record, user_record  # noqa: E402
-from mua_gym.domains.retail.tau2_format import export_db  # noqa: E402
+from mua_gym.domains.retail.records import export_db  # noqa: E402
 
 GENERIC_TOOLS = {"calculate", "transfer_to_human_agents"}
 WRITE_TOOLS = ("cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",

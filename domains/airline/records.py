@@ -1,8 +1,9 @@
-"""Reading airline rows back as tau2-shaped records (what tools return, and what the export writes)."""
+"""Airline rows as tau2's JSON records, declared once: what tools return, what the export writes, and how
+TAU2's ``db.json`` loads (see :mod:`mua_gym.kit.records`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from sqlalchemy import bindparam, select
 
@@ -10,6 +11,7 @@ from mua_gym.domains.airline.schema import (
     flight_dates, flights, payment_methods, reservation_flights, reservation_passengers, reservation_payments,
     reservations, saved_passengers, user_reservations, users,
 )
+from mua_gym.kit.records import Column, Database, Group, Ids, Many, Record
 from mua_gym.world import World
 
 P = bindparam
@@ -18,100 +20,91 @@ CABINS = ("basic_economy", "economy", "business")
 USER = select(users).where(users.c.user_id == P("uid"))
 USER_METHODS = (select(payment_methods).where(payment_methods.c.user_id == P("uid"))
                 .order_by(payment_methods.c.position))
-USER_PASSENGERS = (select(saved_passengers.c.first_name, saved_passengers.c.last_name, saved_passengers.c.dob)
-                   .where(saved_passengers.c.user_id == P("uid")).order_by(saved_passengers.c.position))
-USER_RESERVATION_IDS = (select(user_reservations.c.reservation_id).where(user_reservations.c.user_id == P("uid"))
-                        .order_by(user_reservations.c.position))
 RESERVATION = select(reservations).where(reservations.c.reservation_id == P("rid"))
 RESERVATION_FLIGHTS = (select(reservation_flights.c.flight_number, reservation_flights.c.origin,
                               reservation_flights.c.destination, reservation_flights.c.date,
                               reservation_flights.c.price)
                        .where(reservation_flights.c.reservation_id == P("rid"))
                        .order_by(reservation_flights.c.position))
-RESERVATION_PASSENGERS = (select(reservation_passengers.c.first_name, reservation_passengers.c.last_name,
-                                 reservation_passengers.c.dob)
-                          .where(reservation_passengers.c.reservation_id == P("rid"))
-                          .order_by(reservation_passengers.c.position))
 RESERVATION_PAYMENTS = (select(reservation_payments.c.payment_id, reservation_payments.c.amount)
                         .where(reservation_payments.c.reservation_id == P("rid"))
                         .order_by(reservation_payments.c.position))
 FLIGHT = select(flights).where(flights.c.flight_number == P("fn"))
 FLIGHT_DATE = select(flight_dates).where(flight_dates.c.flight_number == P("fn"), flight_dates.c.date == P("date"))
-FLIGHT_DATES = select(flight_dates).where(flight_dates.c.flight_number == P("fn")).order_by(flight_dates.c.position)
 
 
-def method_record(row: dict[str, Any]) -> dict[str, Any]:
+def _method_shape(row: Mapping[str, Any]) -> tuple[str, ...]:
     if row["source"] == "credit_card":
-        return {"source": "credit_card", "id": row["method_id"], "brand": row["brand"], "last_four": row["last_four"]}
-    return {"source": row["source"], "id": row["method_id"], "amount": row["amount"]}
+        return ("source", "id", "brand", "last_four")
+    return ("source", "id", "amount")
 
 
-def user_record(world: World, row: dict[str, Any]) -> dict[str, Any]:
-    uid = row["user_id"]
-    return {
-        "user_id": uid,
-        "name": {"first_name": row["first_name"], "last_name": row["last_name"]},
-        "address": {k: row[k] for k in ("address1", "address2", "city", "country", "state", "zip")},
-        "email": row["email"],
-        "dob": row["dob"],
-        "payment_methods": {m["method_id"]: method_record(m) for m in world.fetch_all(USER_METHODS, uid=uid)},
-        "saved_passengers": world.fetch_all(USER_PASSENGERS, uid=uid),
-        "membership": row["membership"],
-        "reservations": world.fetch_column(USER_RESERVATION_IDS, uid=uid),
-    }
+def _status_shape(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """tau2's flight status union: which fields a date of each status has."""
+    return STATUS_FIELDS.get(row["status"], ("status",))
 
 
-def reservation_record(world: World, row: dict[str, Any]) -> dict[str, Any]:
-    rid = row["reservation_id"]
-    return {
-        "reservation_id": rid,
-        "user_id": row["user_id"],
-        "origin": row["origin"],
-        "destination": row["destination"],
-        "flight_type": row["flight_type"],
-        "cabin": row["cabin"],
-        "flights": world.fetch_all(RESERVATION_FLIGHTS, rid=rid),
-        "passengers": world.fetch_all(RESERVATION_PASSENGERS, rid=rid),
-        "payment_history": world.fetch_all(RESERVATION_PAYMENTS, rid=rid),
-        "created_at": row["created_at"],
-        "total_baggages": row["total_baggages"],
-        "nonfree_baggages": row["nonfree_baggages"],
-        "insurance": row["insurance"],
-        "status": row["status"],
-    }
+STATUS_FIELDS = {
+    "available": ("status", "available_seats", "prices"),
+    "landed": ("status", "actual_departure_time_est", "actual_arrival_time_est"),
+    "flying": ("status", "actual_departure_time_est", "estimated_arrival_time_est"),
+    "delayed": ("status", "estimated_departure_time_est", "estimated_arrival_time_est"),
+    "on time": ("status", "estimated_departure_time_est", "estimated_arrival_time_est"),
+}
+FLIGHT_DAYS = Record(flight_dates, {
+    "status": "status",
+    "available_seats": Group({c: Column(f"seats_{c}", default=None) for c in CABINS}, optional=True),
+    "prices": Group({c: Column(f"price_{c}", default=None) for c in CABINS}, optional=True),
+    **{k: k for k in ("actual_departure_time_est", "actual_arrival_time_est", "estimated_departure_time_est",
+                      "estimated_arrival_time_est")},
+}, key="date", shape=_status_shape)
+FLIGHTS = Record(flights, {
+    **{k: k for k in ("flight_number", "origin", "destination", "scheduled_departure_time_est",
+                      "scheduled_arrival_time_est")},
+    "dates": Many(FLIGHT_DAYS, keyed=True),
+}, key="flight_number")
+METHODS = Record(payment_methods, {"source": "source", "id": "method_id", "brand": "brand", "last_four": "last_four",
+                                   "amount": Column("amount", load=float)},
+                 key="method_id", shape=_method_shape)
+PASSENGER_FIELDS = {"first_name": "first_name", "last_name": "last_name", "dob": "dob"}
+USERS = Record(users, {
+    "user_id": "user_id",
+    "name": Group({"first_name": "first_name", "last_name": "last_name"}),
+    "address": Group({k: Column(k, default=None) for k in ("address1", "address2", "city", "country", "state", "zip")}),
+    "email": "email",
+    "dob": "dob",
+    "payment_methods": Many(METHODS, keyed=True),
+    "saved_passengers": Many(Record(saved_passengers, PASSENGER_FIELDS)),
+    "membership": "membership",
+    "reservations": Ids(user_reservations, "reservation_id"),
+}, key="user_id")
+RESERVATIONS = Record(reservations, {
+    **{k: k for k in ("reservation_id", "user_id", "origin", "destination", "flight_type", "cabin")},
+    "flights": Many(Record(reservation_flights, {k: k for k in ("flight_number", "origin", "destination", "date",
+                                                                 "price")})),
+    "passengers": Many(Record(reservation_passengers, PASSENGER_FIELDS)),
+    "payment_history": Many(Record(reservation_payments, {"payment_id": "payment_id", "amount": "amount"})),
+    **{k: k for k in ("created_at", "total_baggages", "nonfree_baggages", "insurance")},
+    "status": Column("status", default=None),
+}, key="reservation_id")
+
+DATABASE = Database({"flights": Many(FLIGHTS, keyed=True), "users": Many(USERS, keyed=True),
+                     "reservations": Many(RESERVATIONS, keyed=True)})
+
+
+# what the tools and the conformance tests call: each record's compiled reader
+user_record = USERS.read
+reservation_record = RESERVATIONS.read
+flight_record = FLIGHTS.read
+
+
+def export_db(world: World) -> dict[str, Any]:
+    """The world in TAU2's airline JSON shape: ``{"flights": ..., "users": ..., "reservations": ...}``."""
+    return DATABASE.export(world)
 
 
 def seats_and_prices(row: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
     return ({c: row[f"seats_{c}"] for c in CABINS}, {c: row[f"price_{c}"] for c in CABINS})
-
-
-def status_record(row: dict[str, Any]) -> dict[str, Any]:
-    """One date of a flight, in tau2's shape for its status."""
-    status = row["status"]
-    if status == "available":
-        seats, prices = seats_and_prices(row)
-        return {"status": status, "available_seats": seats, "prices": prices}
-    if status == "landed":
-        return {"status": status, "actual_departure_time_est": row["actual_departure_time_est"],
-                "actual_arrival_time_est": row["actual_arrival_time_est"]}
-    if status == "flying":
-        return {"status": status, "actual_departure_time_est": row["actual_departure_time_est"],
-                "estimated_arrival_time_est": row["estimated_arrival_time_est"]}
-    if status in ("delayed", "on time"):
-        return {"status": status, "estimated_departure_time_est": row["estimated_departure_time_est"],
-                "estimated_arrival_time_est": row["estimated_arrival_time_est"]}
-    return {"status": status}
-
-
-def flight_record(world: World, row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "flight_number": row["flight_number"],
-        "origin": row["origin"],
-        "destination": row["destination"],
-        "scheduled_departure_time_est": row["scheduled_departure_time_est"],
-        "scheduled_arrival_time_est": row["scheduled_arrival_time_est"],
-        "dates": {d["date"]: status_record(d) for d in world.fetch_all(FLIGHT_DATES, fn=row["flight_number"])},
-    }
 
 
 def search_record(flight: dict[str, Any], day: dict[str, Any], date: str | None) -> dict[str, Any]:

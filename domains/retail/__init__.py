@@ -13,7 +13,7 @@ from mua_gym import tau2
 from mua_gym.domain import Domain
 from mua_gym.domains.retail.taskgen import generated_tasks
 from mua_gym.domains.retail.schema import Base
-from mua_gym.domains.retail.tau2_format import load_db
+from mua_gym.domains.retail.records import load_db
 from mua_gym.domains.retail.tools import AGENT_TOOLS
 from mua_gym.kit import deferred
 from mua_gym.tools import Toolkit

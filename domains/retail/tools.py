@@ -169,7 +169,7 @@ def get_item_details(world: World, item_id: str) -> dict:
     row = world.fetch_one(VARIANT, iid=item_id)
     if row is None:
         raise ToolError("Item not found")
-    return variant_record(row)
+    return variant_record(world, row)
 
 
 @tool(kind="read")

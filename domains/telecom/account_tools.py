@@ -299,15 +299,15 @@ def get_details_by_id(world: World, id: str) -> dict:
         id: The id of the record, e.g. 'L1002'.
     """
     if id.startswith("L"):
-        return line_record(_line(world, id))
+        return line_record(world, _line(world, id))
     if id.startswith("D"):
-        return device_record(_device(world, id))
+        return device_record(world, _device(world, id))
     if id.startswith("B"):
         return bill_record(world, _bill(world, id))
     if id.startswith("C"):
         return customer_record(world, _customer(world, id))
     if id.startswith("P"):
-        return plan_record(_plan(world, id))
+        return plan_record(world, _plan(world, id))
     raise ToolError(f"Unknown ID format or type: {id}")
 
 
@@ -326,7 +326,7 @@ def suspend_line(world: World, customer_id: str, line_id: str, reason: str) -> d
         raise ToolError("Line must be active to suspend")
     world.execute(SET_LINE_STATUS, lid=line_id, v_status="Suspended", v_since=str(TODAY))
     return {"message": "Line suspended successfully. $5/month holding fee will apply.",  # tau2 parity: no fee
-            "line": line_record(_line(world, line_id))}
+            "line": line_record(world, _line(world, line_id))}
 
 
 @tool(kind="write")
@@ -341,7 +341,7 @@ def resume_line(world: World, customer_id: str, line_id: str) -> dict:
     if line["status"] not in ("Suspended", "Pending Activation"):  # tau2 parity: pending lines resume too
         raise ToolError("Line must be suspended to resume")
     world.execute(SET_LINE_STATUS, lid=line_id, v_status="Active", v_since=None)
-    return {"message": "Line resumed successfully", "line": line_record(_line(world, line_id))}
+    return {"message": "Line resumed successfully", "line": line_record(world, _line(world, line_id))}
 
 
 # -- bills --------------------------------------------------------------------------------------------------
