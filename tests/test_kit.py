@@ -49,5 +49,5 @@ def test_a_task_makers_world_is_the_generated_one_read_once_per_split():
     assert generated_world(3).params == {} and generated_world(3, "small").params == {"size": "small"}
     assert generated_world(3, "small", "tau2").params == {}  # a fixed world has no size
     retail = get_domain("retail")
-    count = read_world(retail, generated_world(0), lambda raw: raw.execute("SELECT COUNT(*) FROM users").fetchone()[0])
+    count = read_world(retail, generated_world(0), lambda w: w.raw.execute("SELECT COUNT(*) FROM users").fetchone()[0])
     assert count == retail.new_world().raw.execute("SELECT COUNT(*) FROM users").fetchone()[0] > 0

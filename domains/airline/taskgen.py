@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 
 from mua_gym.domain import Domain
+from mua_gym.domains.airline.records import DATABASE
 from mua_gym.task import Task
 from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
 from mua_gym.taskgen import Intent, action, compose_task, generate_tasks
+from mua_gym.world import World
 
 __all__ = ["DEFAULT_COUNTS", "generated_tasks"]
 
@@ -28,51 +30,35 @@ DAY_BEFORE = "2024-05-14T15:00:00"
 FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
              "silver": {"basic_economy": 1, "economy": 2, "business": 3},
              "gold": {"basic_economy": 2, "economy": 3, "business": 4}}
+NO_CABINS = dict.fromkeys(("basic_economy", "economy", "business"))  # a date with no seats on sale
 CABIN_WORDS = {"basic_economy": "basic economy", "economy": "economy", "business": "business"}
 
 
 class Snapshot:
-    """The generated world as plain Python data, read once per world."""
+    """The generated world as plain Python data, read once per world (through the records' declaration)."""
 
-    def __init__(self, raw: Any) -> None:
-        q = raw.execute
-        self.users = [dict(zip(("user_id", "first_name", "last_name", "dob", "membership"), r))
-                      for r in q("SELECT user_id, first_name, last_name, dob, membership FROM users ORDER BY position")]
-        self.methods: dict[str, list[dict]] = {}
-        for uid, mid, source, amount in q("SELECT user_id, method_id, source, amount FROM payment_methods "
-                                          "ORDER BY user_id, position"):
-            self.methods.setdefault(uid, []).append({"id": mid, "source": source, "amount": amount})
-        self.saved: dict[str, list[dict]] = {}
-        for uid, first, last, dob in q("SELECT user_id, first_name, last_name, dob FROM saved_passengers "
-                                       "ORDER BY user_id, position"):
-            self.saved.setdefault(uid, []).append({"first_name": first, "last_name": last, "dob": dob})
+    def __init__(self, world: World) -> None:
+        db = DATABASE.export(world)
+        users = db["users"].values()
+        self.users = [{"user_id": u["user_id"], **u["name"], "dob": u["dob"], "membership": u["membership"]}
+                      for u in users]
+        self.methods = {u["user_id"]: [{"id": m["id"], "source": m["source"], "amount": m.get("amount")}
+                                       for m in u["payment_methods"].values()] for u in users}
+        self.saved = {u["user_id"]: u["saved_passengers"] for u in users}
         self.reservations: dict[str, list[dict]] = {}
-        by_id = {}
-        for row in q("SELECT reservation_id, user_id, origin, destination, flight_type, cabin, created_at, "
-                     "total_baggages, nonfree_baggages, insurance, status FROM reservations ORDER BY position"):
-            r = dict(zip(("id", "user_id", "origin", "destination", "flight_type", "cabin", "created_at", "bags",
-                          "nonfree", "insurance", "status"), row))
-            r.update(flights=[], passengers=[])
-            by_id[r["id"]] = r
-            self.reservations.setdefault(r["user_id"], []).append(r)
-        for rid, fn, origin, dest, date, price in q(
-                "SELECT reservation_id, flight_number, origin, destination, date, price FROM reservation_flights "
-                "ORDER BY reservation_id, position"):
-            by_id[rid]["flights"].append({"flight_number": fn, "origin": origin, "destination": dest, "date": date,
-                                          "price": price})
-        for rid, first, last, dob in q("SELECT reservation_id, first_name, last_name, dob FROM reservation_passengers "
-                                       "ORDER BY reservation_id, position"):
-            by_id[rid]["passengers"].append({"first_name": first, "last_name": last, "dob": dob})
+        for r in db["reservations"].values():
+            self.reservations.setdefault(r["user_id"], []).append({
+                "id": r["reservation_id"], **{k: r[k] for k in ("user_id", "origin", "destination", "flight_type",
+                                                                "cabin", "created_at")},
+                "bags": r["total_baggages"], "nonfree": r["nonfree_baggages"], "insurance": r["insurance"],
+                "status": r["status"], "flights": r["flights"], "passengers": r["passengers"]})
         self.routes: dict[tuple[str, str], list[str]] = {}
-        for fn, origin, dest in q("SELECT flight_number, origin, destination FROM flights ORDER BY position"):
-            self.routes.setdefault((origin, dest), []).append(fn)
         self.days: dict[tuple[str, str], dict] = {}
-        for row in q("SELECT flight_number, date, status, seats_basic_economy, seats_economy, seats_business, "
-                     "price_basic_economy, price_economy, price_business FROM flight_dates"):
-            fn, date, status, sb, se, sbu, pb, pe, pbu = row
-            self.days[(fn, date)] = {"status": status,
-                                     "seats": {"basic_economy": sb, "economy": se, "business": sbu},
-                                     "price": {"basic_economy": pb, "economy": pe, "business": pbu}}
+        for fn, flight in db["flights"].items():
+            self.routes.setdefault((flight["origin"], flight["destination"]), []).append(fn)
+            for date, day in flight["dates"].items():
+                self.days[(fn, date)] = {"status": day["status"], "seats": day.get("available_seats", NO_CABINS),
+                                         "price": day.get("prices", NO_CABINS)}
 
 
 def _upcoming(r: dict) -> bool:

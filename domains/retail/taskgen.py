@@ -13,15 +13,16 @@ forbidden request as a trap.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from mua_gym.domain import Domain
+from mua_gym.domains.retail.records import DATABASE
 from mua_gym.task import Action, Task
 from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
 from mua_gym.taskgen import Intent, action, compose_task, generate_tasks
+from mua_gym.world import World
 
 __all__ = ["DEFAULT_COUNTS", "generated_tasks"]
 
@@ -34,38 +35,24 @@ CITIES = [("Portland", "OR", "97205"), ("Madison", "WI", "53703"), ("Raleigh", "
 
 
 class Snapshot:
-    """The generated world as plain Python data, read once per world."""
+    """The generated world as plain Python data, read once per world (through the records' declaration)."""
 
-    def __init__(self, raw: Any) -> None:
-        q = raw.execute
-        self.users = [dict(zip(("user_id", "first_name", "last_name", "email", "zip", "address1", "address2", "city",
-                                "state", "country"), r))
-                      for r in q("SELECT user_id, first_name, last_name, email, zip, address1, address2, city, state, "
-                                 "country FROM users ORDER BY position")]
-        self.methods: dict[str, list[dict]] = {}
-        for uid, mid, source, balance in q("SELECT user_id, method_id, source, balance FROM payment_methods "
-                                           "ORDER BY user_id, position"):
-            self.methods.setdefault(uid, []).append({"id": mid, "source": source, "balance": balance})
+    def __init__(self, world: World) -> None:
+        db = DATABASE.export(world)
+        self.users = [{"user_id": u["user_id"], **u["name"], "email": u["email"], "zip": u["address"]["zip"],
+                       **{k: u["address"][k] for k in ("address1", "address2", "city", "state", "country")}}
+                      for u in db["users"].values()]
+        self.methods = {u["user_id"]: [{"id": m["id"], "source": m["source"], "balance": m.get("balance")}
+                                       for m in u["payment_methods"].values()] for u in db["users"].values()}
         self.orders: dict[str, list[dict]] = {}
-        for oid, uid, status in q("SELECT order_id, user_id, status FROM orders ORDER BY position"):
-            self.orders.setdefault(uid, []).append({"id": oid, "status": status, "items": [], "payments": [],
-                                                    "tracking": []})
-        by_id = {o["id"]: o for os in self.orders.values() for o in os}
-        for oid, pid, iid, price, name, options in q(
-                "SELECT order_id, product_id, item_id, price, name, options FROM order_items "
-                "ORDER BY order_id, position"):
-            by_id[oid]["items"].append({"product_id": pid, "item_id": iid, "price": price, "name": name,
-                                        "options": json.loads(options)})
-        for oid, kind, amount, mid in q("SELECT order_id, transaction_type, amount, payment_method_id FROM payments "
-                                        "ORDER BY order_id, position"):
-            by_id[oid]["payments"].append({"type": kind, "amount": amount, "method": mid})
-        for oid, tracking in q("SELECT order_id, tracking_ids FROM fulfillments ORDER BY order_id, position"):
-            by_id[oid]["tracking"] += json.loads(tracking)
-        self.variants: dict[str, list[dict]] = {}
-        for pid, iid, options, available, price in q(
-                "SELECT product_id, item_id, options, available, price FROM variants ORDER BY product_id, position"):
-            self.variants.setdefault(pid, []).append({"item_id": iid, "options": json.loads(options),
-                                                      "available": bool(available), "price": price})
+        for o in db["orders"].values():
+            self.orders.setdefault(o["user_id"], []).append({
+                "id": o["order_id"], "status": o["status"],
+                "items": o["items"],
+                "payments": [{"type": p["transaction_type"], "amount": p["amount"], "method": p["payment_method_id"]}
+                             for p in o["payment_history"]],
+                "tracking": [t for f in o["fulfillments"] for t in f["tracking_id"]]})
+        self.variants = {pid: list(p["variants"].values()) for pid, p in db["products"].items()}
 
 
 def _options(options: dict[str, str]) -> str:

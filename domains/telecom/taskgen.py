@@ -49,9 +49,11 @@ from typing import Any
 import numpy as np
 
 from mua_gym.domain import Domain
+from mua_gym.domains.telecom.account_records import ACCOUNT_DB
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
 from mua_gym.kit.tasks import TaskMaker, generated_world, read_world
 from mua_gym.taskgen import generate_tasks
+from mua_gym.world import World
 
 __all__ = ["DEFAULT_COUNTS", "FAMILIES", "generated_tasks"]
 
@@ -155,28 +157,27 @@ OPENERS = {"confident": "", "everyday": "", "novice": "I'm sorry, I'm not very g
 
 
 class Snapshot:
-    """The generated world's account side as plain Python data, read once per world."""
+    """The generated world's account side as plain Python data, read once per world (through the records'
+    declaration)."""
 
-    def __init__(self, raw: Any) -> None:
-        q = raw.execute
-        self.plans = {pid: {"limit": limit, "price": price, "refuel": refuel}
-                      for pid, limit, price, refuel in q("SELECT plan_id, data_limit_gb, price_per_month, "
-                                                         "data_refueling_price_per_gb FROM plans")}
-        self.customers = [dict(zip(("customer_id", "name", "status"), r)) for r in
-                          q("SELECT customer_id, full_name, account_status FROM customers ORDER BY position")]
-        devices = dict(q("SELECT device_id, device_type FROM devices").fetchall())
-        line_rows = {r[0]: dict(zip(("line_id", "phone_number", "status", "plan_id", "device_id", "data_used_gb",
-                                     "data_refueling_gb", "roaming_enabled"), r))
-                     for r in q("SELECT line_id, phone_number, status, plan_id, device_id, data_used_gb, "
-                                "data_refueling_gb, roaming_enabled FROM lines")}
-        self.lines: dict[str, list[dict]] = {}
-        for cid, lid in q("SELECT customer_id, line_id FROM customer_lines ORDER BY customer_id, position"):
-            line = dict(line_rows[lid], device_type=devices.get(line_rows[lid]["device_id"]))
-            self.lines.setdefault(cid, []).append(line)
+    LINE_FIELDS = ("line_id", "phone_number", "status", "plan_id", "device_id", "data_used_gb", "data_refueling_gb",
+                   "roaming_enabled")
+
+    def __init__(self, world: World) -> None:
+        db = ACCOUNT_DB.export(world)
+        self.plans = {p["plan_id"]: {"limit": p["data_limit_gb"], "price": p["price_per_month"],
+                                     "refuel": p["data_refueling_price_per_gb"]} for p in db["plans"]}
+        self.customers = [{"customer_id": c["customer_id"], "name": c["full_name"], "status": c["account_status"]}
+                          for c in db["customers"]]
+        devices = {d["device_id"]: d["device_type"] for d in db["devices"]}
+        lines = {ln["line_id"]: ln for ln in db["lines"]}
+        self.lines = {c["customer_id"]: [{**{k: lines[lid][k] for k in self.LINE_FIELDS},
+                                          "device_type": devices.get(lines[lid]["device_id"])}
+                                         for lid in c["line_ids"]] for c in db["customers"]}
         self.bill_statuses: dict[str, set[str]] = {}
-        for cid, status in q("SELECT customer_id, status FROM bills"):
-            self.bill_statuses.setdefault(cid, set()).add(status)
-        self.bill_ids = {bid for (bid,) in q("SELECT bill_id FROM bills")}
+        for bill in db["bills"]:
+            self.bill_statuses.setdefault(bill["customer_id"], set()).add(bill["status"])
+        self.bill_ids = {bill["bill_id"] for bill in db["bills"]}
 
 
 def _a(tool_name: str, requestor: str = "assistant", /, **arguments: Any) -> Action:

@@ -8,7 +8,6 @@ task and verifying it are the core's (:func:`mua_gym.taskgen.compose_task`, :fun
 
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -18,6 +17,7 @@ from mua_gym.taskgen import Intent
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
+    from mua_gym.world import World
 
 __all__ = ["TaskMaker", "draw_intents", "generated_world", "read_world"]
 
@@ -58,10 +58,11 @@ def generated_world(seed: int, size: str = "default", source: str = "generated")
     return WorldSpec(source=source, seed=seed, params=params)
 
 
-def read_world(domain: "Domain", world: WorldSpec, read: Callable[[sqlite3.Connection], S]) -> S:
-    """``read`` applied to a fresh copy of ``world``: a task maker's snapshot, read once per split."""
+def read_world(domain: "Domain", world: WorldSpec, read: Callable[["World"], S]) -> S:
+    """``read`` applied to a fresh copy of ``world`` (a live :class:`World`, valid during the call only): a task
+    maker's snapshot, read once per split."""
     image = domain.image(world)
     with domain.scratch_lock:
         scratch = domain.scratch_world(image, world.source)
         scratch.load(image.data)
-        return read(scratch.raw)
+        return read(scratch)
