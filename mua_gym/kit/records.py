@@ -131,7 +131,8 @@ class Record:
     shape: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
     read: Reader = field(init=False, repr=False, compare=False)
     _plain: bool = field(default=False, init=False, repr=False)
-    _row: Callable[[Mapping[str, Any], int], dict[str, Any]] = field(init=False, repr=False, compare=False)
+    _row: Callable[[Mapping[str, Any], int], dict[str, Any]] | None = field(default=None, init=False, repr=False,
+                                                                             compare=False)
     _collections: tuple[tuple[str, Many | Ids], ...] = field(default=(), init=False, repr=False)
     _bulk_read: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -139,7 +140,6 @@ class Record:
         self._plain = self.shape is None and all(  # a row of its fields, named by key, is its record
             isinstance(spec, (str, Column)) and _column(spec).read is None for spec in self.fields.values())
         self._collections = tuple((k, spec) for k, spec in self.fields.items() if isinstance(spec, (Many, Ids)))
-        self._row = _compiled(*self.row_source(), "row", f"<rows of {self.table.name}>")
         self.read = self._reader(bulk=False)
 
     def own_key(self) -> str:
@@ -308,10 +308,17 @@ class Record:
         fields = ",\n        ".join(parts)
         return f"def row(source, position):\n{body}    return {{\n        {fields},\n    }}\n", names
 
+    def row_builder(self) -> Callable[[Mapping[str, Any], int], dict[str, Any]]:
+        """The compiled function (JSON record, position) -> this record's own row; compiled on first use, since
+        only a load needs it."""
+        if self._row is None:
+            self._row = _compiled(*self.row_source(), "row", f"<rows of {self.table.name}>")
+        return self._row
+
     def rows(self, source: Mapping[str, Any], position: int, into: defaultdict[Table, list[dict[str, Any]]],
              map_key: Any = None) -> None:
         """Appends the rows of one top-level JSON record (its own, then its children's) to ``into``, per table."""
-        row = self._row(source, position)
+        row = self.row_builder()(source, position)
         if self.key is not None and map_key is not None:
             row[self.key] = map_key
         into[self.table].append(row)
@@ -333,7 +340,7 @@ class Record:
                 continue
             child = spec.record
             link, key, out = child.parent or own, child.key if spec.keyed else None, into[child.table]
-            build = child._row
+            build = child.row_builder()
             for i, (k, v) in enumerate(value.items() if spec.keyed else ((None, v) for v in value)):
                 child_row = build(v, i)
                 child_row[link] = parent
