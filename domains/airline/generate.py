@@ -30,6 +30,7 @@ from mua_gym.domains.airline.schema import (
     user_reservations,
     users,
 )
+from mua_gym.kit.people import UniqueIds, unique
 from mua_gym.kit.sampling import quota_indices, scaled_size, weighted_indices
 
 # ---------------------------------------------------------------------------------------------------------
@@ -156,25 +157,6 @@ MAX_STAY = 7  # days between the outbound and the return of a round trip: 1..MAX
 def _scale(size: str | float) -> tuple[int, int, int, int]:
     return scaled_size(size, SIZES, lambda k: (DEFAULT_AIRPORTS, DEFAULT_FLIGHTS, max(1, round(DEFAULT_USERS * k)),
                                                round(DEFAULT_RESERVATIONS * k)))
-
-
-class _Ids:
-    """Draws random fixed-width numeric ids, never the same one twice."""
-
-    def __init__(self, rng: np.random.Generator, reserved: tuple[str, ...] = ()) -> None:
-        self.rng = rng
-        self.used: set[str] = set(reserved)
-
-    def take(self, digits: int, n: int) -> list[str]:
-        low, high = 10 ** (digits - 1), 10**digits
-        out: list[str] = []
-        while len(out) < n:
-            for number in self.rng.integers(low, high, size=n - len(out)).tolist():
-                ident = str(number)
-                if ident not in self.used:
-                    self.used.add(ident)
-                    out.append(ident)
-        return out
 
 
 def _clock(minute: int) -> str:
@@ -328,7 +310,7 @@ def _dobs(rng: np.random.Generator, shape: Any, first: int = 1950, last: int = 2
     return (low + days.astype("timedelta64[D]")).astype(str).tolist()
 
 
-def _people(rng: np.random.Generator, ids: _Ids, n_users: int):
+def _people(rng: np.random.Generator, ids: UniqueIds, n_users: int):
     """User rows, and per user their payment methods and saved passengers (rows, in profile order)."""
     firsts = rng.integers(len(FIRST_NAMES), size=n_users).tolist()
     lasts = rng.integers(len(LAST_NAMES), size=n_users).tolist()
@@ -349,14 +331,10 @@ def _people(rng: np.random.Generator, ids: _Ids, n_users: int):
     emails: set[str] = set()
     for i in range(n_users):
         first, last = FIRST_NAMES[firsts[i]], LAST_NAMES[lasts[i]]
-        user_id = f"{first.lower()}_{last.lower()}_{id_digits[i]}"
-        while user_id in user_ids:  # rare: another number
-            user_id = f"{first.lower()}_{last.lower()}_{int(rng.integers(1000, 10000))}"
-        user_ids.add(user_id)
-        email = f"{first.lower()}.{last.lower()}{email_digits[i]}@example.com"
-        while email in emails:
-            email = f"{first.lower()}.{last.lower()}{int(rng.integers(1000, 10000))}@example.com"
-        emails.add(email)
+        user_id = unique(user_ids, lambda: f"{first.lower()}_{last.lower()}_{int(rng.integers(1000, 10000))}",
+                         f"{first.lower()}_{last.lower()}_{id_digits[i]}")
+        email = unique(emails, lambda: f"{first.lower()}.{last.lower()}{int(rng.integers(1000, 10000))}@example.com",
+                       f"{first.lower()}.{last.lower()}{email_digits[i]}@example.com")
         city, state, zip3 = CITIES[cities[i]]
         kind = unit_kinds[i]
         address2 = f"Suite {units[i]}" if kind < 0.55 else f"Apt {units[i] % 100 + 1}" if kind < 0.75 else None
@@ -368,7 +346,7 @@ def _people(rng: np.random.Generator, ids: _Ids, n_users: int):
     return user_rows, _wallets(rng, ids, user_ids_in_order), _saved(rng, user_rows)
 
 
-def _wallets(rng: np.random.Generator, ids: _Ids, user_ids: list[str]) -> list[list[dict[str, Any]]]:
+def _wallets(rng: np.random.Generator, ids: UniqueIds, user_ids: list[str]) -> list[list[dict[str, Any]]]:
     """Per user 1-4 payment methods; there is always a credit card or a gift card to pay bookings with."""
     n = len(user_ids)
     counts = [k + 1 for k in weighted_indices(rng, METHOD_COUNT_WEIGHTS, n)]
@@ -442,7 +420,7 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     """
     n_airports, n_flights, n_users, n_reservations = _scale(size)
     rng = np.random.default_rng(seed)
-    ids = _Ids(rng, RESERVED_METHOD_NUMBERS)
+    ids = UniqueIds(rng, RESERVED_METHOD_NUMBERS)
 
     places, legs = _network(rng, n_airports, n_flights)
     date_rows, prices = _flight_dates(rng, legs)

@@ -25,6 +25,7 @@ from mua_gym.domains.retail.schema import (
     users,
     variants,
 )
+from mua_gym.kit.people import UniqueIds, unique
 from mua_gym.kit.sampling import quota_indices, scaled_size, weighted_indices
 
 # ---------------------------------------------------------------------------------------------------------
@@ -378,29 +379,10 @@ def _scale(size: str | float) -> tuple[int, int, int]:
                                                round(DEFAULT_ORDERS * k)))
 
 
-class _Ids:
-    """Draws random fixed-width numeric ids, never the same one twice."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.used: set[str] = set()
-
-    def take(self, prefix: str, digits: int, n: int) -> list[str]:
-        low, high = 10 ** (digits - 1), 10**digits
-        out: list[str] = []
-        while len(out) < n:
-            for number in self.rng.integers(low, high, size=n - len(out)).tolist():
-                ident = f"{prefix}{number}"
-                if ident not in self.used:
-                    self.used.add(ident)
-                    out.append(ident)
-        return out
-
-
-def _catalogue(rng: np.random.Generator, ids: _Ids, n_products: int) -> tuple[list[dict[str, Any]], ...]:
+def _catalogue(rng: np.random.Generator, ids: UniqueIds, n_products: int) -> tuple[list[dict[str, Any]], ...]:
     """Products and their variants; each product type is used at most once."""
     kinds = rng.permutation(len(CATALOGUE))[:n_products].tolist()
-    product_ids = ids.take("", 10, len(kinds))
+    product_ids = ids.take(10, len(kinds))
     product_rows: list[dict[str, Any]] = []
     variant_rows: list[dict[str, Any]] = []
     for position, (kind, product_id) in enumerate(zip(kinds, product_ids)):
@@ -412,7 +394,7 @@ def _catalogue(rng: np.random.Generator, ids: _Ids, n_products: int) -> tuple[li
         base = float(rng.uniform(low, high))
         jitter = rng.uniform(0.85, 1.15, size=count).tolist()
         available = (rng.random(count) < AVAILABLE_SHARE).tolist()
-        item_ids = ids.take("", 10, count)
+        item_ids = ids.take(10, count)
         product_rows.append(dict(product_id=product_id, position=position, name=name))
         for v, combo in enumerate(combos):
             chosen: dict[str, str] = {}
@@ -430,7 +412,7 @@ def _catalogue(rng: np.random.Generator, ids: _Ids, n_products: int) -> tuple[li
     return product_rows, variant_rows
 
 
-def _people(rng: np.random.Generator, ids: _Ids, n_users: int) -> tuple[list[dict[str, Any]], list[list[dict]]]:
+def _people(rng: np.random.Generator, ids: UniqueIds, n_users: int) -> tuple[list[dict[str, Any]], list[list[dict]]]:
     """Users, and per user their payment methods (as rows, in profile order)."""
     firsts = rng.integers(len(FIRST_NAMES), size=n_users).tolist()
     lasts = rng.integers(len(LAST_NAMES), size=n_users).tolist()
@@ -459,14 +441,10 @@ def _people(rng: np.random.Generator, ids: _Ids, n_users: int) -> tuple[list[dic
             city, state, zip3 = CITIES[int(rng.integers(len(CITIES)))]
             zip_code = f"{zip3}{int(rng.integers(100)):02d}"
         triples.add((first, last, zip_code))
-        user_id = f"{first.lower()}_{last.lower()}_{id_digits[i]}"
-        while user_id in user_ids:
-            user_id = f"{first.lower()}_{last.lower()}_{int(rng.integers(1000, 10000))}"
-        user_ids.add(user_id)
-        email = f"{first.lower()}.{last.lower()}{email_digits[i]}@example.com"
-        while email in emails:
-            email = f"{first.lower()}.{last.lower()}{int(rng.integers(1000, 10000))}@example.com"
-        emails.add(email)
+        user_id = unique(user_ids, lambda: f"{first.lower()}_{last.lower()}_{int(rng.integers(1000, 10000))}",
+                         f"{first.lower()}_{last.lower()}_{id_digits[i]}")
+        email = unique(emails, lambda: f"{first.lower()}.{last.lower()}{int(rng.integers(1000, 10000))}@example.com",
+                       f"{first.lower()}.{last.lower()}{email_digits[i]}@example.com")
         kind = unit_kinds[i]
         address2 = f"Suite {suites[i]}" if kind < 0.55 else f"Apt {apartments[i]}" if kind < 0.8 else ""
         user_rows.append(dict(user_id=user_id, position=i, first_name=first, last_name=last,
@@ -475,7 +453,7 @@ def _people(rng: np.random.Generator, ids: _Ids, n_users: int) -> tuple[list[dic
     return user_rows, _wallets(rng, ids, [u["user_id"] for u in user_rows])
 
 
-def _wallets(rng: np.random.Generator, ids: _Ids, user_ids: list[str]) -> list[list[dict[str, Any]]]:
+def _wallets(rng: np.random.Generator, ids: UniqueIds, user_ids: list[str]) -> list[list[dict[str, Any]]]:
     """Per user 1-3 payment methods; there is always a credit card or PayPal account, so any order can be paid."""
     n = len(user_ids)
     counts = [k + 1 for k in weighted_indices(rng, METHOD_COUNT_WEIGHTS, n)]
@@ -493,7 +471,7 @@ def _wallets(rng: np.random.Generator, ids: _Ids, user_ids: list[str]) -> list[l
         per_user.append(mine)
         sources += mine
     total = len(sources)
-    numbers = ids.take("", 7, total)
+    numbers = ids.take(7, total)
     brands = rng.integers(len(CARD_BRANDS), size=total).tolist()
     last_fours = rng.integers(10000, size=total).tolist()
     balances = rng.uniform(0.0, 300.0, size=total).tolist()
@@ -521,7 +499,7 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     """
     n_products, n_users, n_orders = _scale(size)
     rng = np.random.default_rng(seed)
-    ids = _Ids(rng)
+    ids = UniqueIds(rng)
 
     product_rows, variant_rows = _catalogue(rng, ids, n_products)
     user_rows, wallets = _people(rng, ids, n_users)
@@ -541,10 +519,10 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     cuts = rng.random(n_orders).tolist()
     method_draws = rng.random(n_orders).tolist()
     reasons = rng.integers(len(CANCEL_REASONS), size=n_orders).tolist()
-    order_ids = ids.take("#W", 7, n_orders)
+    order_ids = ids.take(7, n_orders, "#W")
     parcel_counts = [0 if st == "pending" else 2 if split and count >= 2 else 1
                      for st, split, count in zip(statuses, splits, item_counts)]
-    tracking_ids = iter(ids.take("", 12, sum(parcel_counts)))
+    tracking_ids = iter(ids.take(12, sum(parcel_counts)))
 
     order_rows: list[dict[str, Any]] = []
     item_rows: list[dict[str, Any]] = []

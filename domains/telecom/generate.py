@@ -26,6 +26,7 @@ from mua_gym.domains.telecom.schema import (
     bill_line_items, bills, customer_bills, customer_lines, customer_payment_methods, customers, devices, lines,
     phone, phone_apps, plans, surroundings,
 )
+from mua_gym.kit.people import unique
 from mua_gym.kit.sampling import scaled_size, weighted_index
 
 __all__ = ["PLANS", "SIZES", "build_generated"]
@@ -124,15 +125,6 @@ def _customer_count(size: str | float) -> int:
     return scaled_size(size, SIZES, lambda k: max(1, round(DEFAULT_CUSTOMERS * k)))
 
 
-def _unique(rng: np.random.Generator, used: set[str], make: Any) -> str:
-    """``make(rng)`` until it gives a value not in ``used`` (which it is then added to)."""
-    while True:
-        value = make(rng)
-        if value not in used:
-            used.add(value)
-            return value
-
-
 def _day(rng: np.random.Generator, first: date, last: date) -> date:
     return first + timedelta(days=int(rng.integers((last - first).days + 1)))
 
@@ -184,11 +176,10 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
 
     def new_id(prefix: str, digits: int) -> str:
         low = 10 ** (digits - 1)
-        return _unique(rng, used_ids, lambda r: f"{prefix}{int(r.integers(low, 10 * low))}")
+        return unique(used_ids, lambda: f"{prefix}{int(rng.integers(low, 10 * low))}")
 
     def new_number(area: str) -> str:
-        return _unique(rng, used_numbers,
-                       lambda r: f"{area}-{int(r.integers(200, 1000))}-{int(r.integers(10000)):04d}")
+        return unique(used_numbers, lambda: f"{area}-{int(rng.integers(200, 1000))}-{int(rng.integers(10000)):04d}")
 
     def new_device(kind: str, active: bool) -> str:
         device_id = new_id("D", 5)
@@ -250,8 +241,7 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
 
         # The contact number: mostly the customer's own phone line, sometimes another number of theirs.
         contact = my_lines[0]["phone_number"] if rng.random() < 0.85 else new_number(area)
-        email = _unique(rng, emails, lambda r: f"{first.lower()}.{last.lower()}{int(r.integers(10, 100))}"
-                                               "@example.net")
+        email = unique(emails, lambda: f"{first.lower()}.{last.lower()}{int(rng.integers(10, 100))}@example.net")
         customer_rows.append(dict(
             customer_id=customer_id, position=c, full_name=f"{first} {last}", date_of_birth=str(dob), email=email,
             phone_number=contact,
