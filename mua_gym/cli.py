@@ -6,6 +6,7 @@
     mua-gym compare runs/model-a runs/model-b        # per-task differences, a bootstrap interval on pass^1
     mua-gym export runs/oracle --format sft --min-reward 1 --out sft.jsonl
     mua-gym list
+    mua-gym cache --clear                            # generated tasks and world images kept on disk
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
 
 Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 2 for bad arguments or a
@@ -347,6 +348,21 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from mua_gym import disk_cache
+
+    folder = disk_cache.cache_folder()
+    if folder is None:
+        print("the task and image cache is off (MUA_GYM_CACHE is set to turn it off)")
+        return 0
+    if args.clear:
+        print(f"{folder}: {disk_cache.clear(folder)} files removed")
+        return 0
+    entries, size = disk_cache.usage(folder)
+    print(f"{folder}: {entries} entries, {size / 1e6:.1f} MB (mua-gym cache --clear empties it)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="mua-gym", description=__doc__,
@@ -415,6 +431,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.set_defaults(handler=_export)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
+    cache = sub.add_parser("cache", help="where generated tasks and world images are kept on disk, and their size")
+    cache.add_argument("--clear", action="store_true", help="delete every entry (they are rebuilt when needed)")
+    cache.set_defaults(handler=_cache)
     serve = sub.add_parser("serve", help="serve an env as an OpenEnv environment (needs mua_gym[openenv])")
     serve.add_argument("--env", required=True, help="an env id, e.g. mua/Retail-v0 (mua-gym list shows them)")
     serve.add_argument("--port", type=int, default=8000)

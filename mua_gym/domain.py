@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from sqlalchemy import Connection, MetaData
 
+from mua_gym import disk_cache
 from mua_gym.image import WorldImage
 from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec
 from mua_gym.tools import Toolkit
@@ -80,6 +81,9 @@ class Domain:
     #: Its tasks need the user to act with their own tools: an env refuses a user that cannot, and plays the
     #: scenario user when none is named.
     dual_control: bool = False
+    #: Sources whose world images and task lists are kept on disk between processes (mua_gym.disk_cache):
+    #: those whose output depends only on their arguments and on the code of the domain's package.
+    cached_sources: tuple[str, ...] = ("generated",)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():
@@ -93,7 +97,7 @@ class Domain:
         if callable(self.task_sources):
             self.task_sources = {self.default_source: self.task_sources}
         self._images: dict[tuple[Any, ...], WorldImage] = {}
-        self._tasks: dict[tuple[Any, ...], list[Task]] = {}
+        self._tasks: dict[tuple[Any, ...], Sequence[Task]] = {}
         self._toolkits: dict[str, Toolkit] = {}
         self._scratch: dict[tuple[int, str], World] = {}
         #: Per task object (by id, with a weak reference to it): what mua_gym.episode.prepare_task made of it.
@@ -120,7 +124,15 @@ class Domain:
                 def populate(conn: Connection) -> None:
                     builder(conn, seed=spec.seed, **spec.params)
 
-                self._images[key] = WorldImage.build(self.metadata, populate, name=f"{self.name}:{spec.source}")
+                name = f"{self.name}:{spec.source}"
+                entry = (disk_cache.entry("image", self.name, spec.source, builder, key)
+                         if spec.source in self.cached_sources else None)
+                found = disk_cache.cached_image(entry)
+                if found is not None:
+                    self._images[key] = WorldImage.from_bytes(self.metadata, *found, name=name)
+                else:
+                    image = self._images[key] = WorldImage.build(self.metadata, populate, name=name)
+                    disk_cache.store_image(entry, image.data, image.hash)
             return self._images[key]
 
     def new_world(self, source: str = "generated", seed: int = 0, **params: Any) -> World:
@@ -151,8 +163,10 @@ class Domain:
         return found
 
     # -- tasks -------------------------------------------------------------------------------------
-    def tasks(self, split: str = "train", source: str = "generated", **params: Any) -> list[Task]:
-        """The tasks of one split from one task source (cached)."""
+    def tasks(self, split: str = "train", source: str = "generated", **params: Any) -> Sequence[Task]:
+        """The tasks of one split from one task source, in the source's order: built once per process, and for
+        the ``cached_sources`` read from the disk cache where a process built them before (then a
+        :class:`~mua_gym.disk_cache.CachedTasks`, which reads each task on first use)."""
         if split not in ("train", "dev", "test"):
             raise ValueError(f"split must be train, dev or test, not {split!r}")
         key = (split, source, tuple(sorted((k, repr(v)) for k, v in params.items())))
@@ -164,7 +178,8 @@ class Domain:
             raise ValueError(
                 f"domain {self.name!r} has no task source {source!r}; it has {sorted(self.task_sources)}"
             )
-        tasks = make(self, split, **params)
+        entry = disk_cache.entry("tasks", self.name, source, make, key) if source in self.cached_sources else None
+        tasks = disk_cache.cached_tasks(entry, lambda: make(self, split, **params))
         self._tasks[key] = tasks
         return tasks
 

@@ -33,7 +33,7 @@ Nothing an agent sends makes ``step`` raise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from pydantic import ValidationError
@@ -163,7 +163,7 @@ class AsyncMuaEnv:
         self._episode = EpisodeState(done=True)
 
     # -- tasks -------------------------------------------------------------------------------------
-    def tasks(self, split: str | None = None) -> list[Task]:
+    def tasks(self, split: str | None = None) -> Sequence[Task]:
         """The tasks of ``split`` (the env's own if None) that this env plays: with ``tools=``, those whose gold
         agent calls all use offered tools."""
         if self._tasks is not None:

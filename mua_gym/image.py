@@ -57,7 +57,8 @@ class WorldImage:
     Build one with :meth:`build`; a domain caches one per (source, seed, parameters).
     """
 
-    def __init__(self, metadata: MetaData, raw: sqlite3.Connection, name: str = "") -> None:
+    def __init__(self, metadata: MetaData, raw: sqlite3.Connection, name: str = "", *,
+                 data: bytes | None = None, content_hash: int | None = None) -> None:
         self.id = next(_image_ids)
         self.name = name
         self.metadata = metadata
@@ -67,12 +68,14 @@ class WorldImage:
         self._full_by_rowid: dict[tuple[str, int], Row | None] = {}
         self._by_key: dict[tuple[str, Key], Row | None] = {}
         self._writes: dict[int, tuple[Delta, Writes, Writes]] = {}
-        self.data: bytes = raw.serialize()
-        total = 0
-        for info in self.tables.values():
-            for row in raw.execute(info.select_all):
-                total += row_hash(info.name, row)
-        self.hash = total % HASH_MOD
+        self.data: bytes = raw.serialize() if data is None else data
+        if content_hash is None:
+            total = 0
+            for info in self.tables.values():
+                for row in raw.execute(info.select_all):
+                    total += row_hash(info.name, row)
+            content_hash = total % HASH_MOD
+        self.hash = content_hash
 
     @classmethod
     def build(cls, metadata: MetaData, populate: Callable[[Connection], None], name: str = "") -> "WorldImage":
@@ -97,6 +100,11 @@ class WorldImage:
         conn.close()
         raw.execute("VACUUM")
         return cls(metadata, raw, name)
+
+    @classmethod
+    def from_bytes(cls, metadata: MetaData, data: bytes, content_hash: int, name: str = "") -> "WorldImage":
+        """The image whose bytes (``.data``) and content hash (``.hash``) an earlier :meth:`build` gave."""
+        return cls(metadata, connect(data), name, data=data, content_hash=content_hash)
 
     # Look-ups of the image's rows are cached: the image never changes, and resets, hashes and diffs ask for
     # the same few rows again and again.

@@ -1,7 +1,9 @@
-"""Tasks: what the simulated user wants, the world it starts from, and how the episode is judged."""
+"""Tasks: what the simulated user wants, the world it starts from, and how the episode is judged; and the lists
+a generator makes of them, with its counts."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,3 +90,20 @@ class Task(BaseModel):
     evaluation: EvaluationSpec = EvaluationSpec()
     category: str | None = None
     difficulty: int | None = None
+
+
+@dataclass
+class GenerationStats:
+    """How a generation run went: tasks proposed, and why the ones not kept were rejected."""
+
+    proposed: int = 0  # tasks a domain's maker returned (attempts that made none are not counted)
+    failed: int = 0  # a gold call failed, the gold replay scored below 1.0 or doing nothing scored above 0.0
+    unfair: int = 0  # dropped: some gold value is nothing the agent is told (see mua_gym.fairness)
+    #: (the id it would have had, its first unfair values, e.g. ``"get_user_details.user_id='mia_2'"``) per drop.
+    unfair_examples: list[tuple[str, list[str]]] = field(default_factory=list)
+
+
+class TaskList(list):  # type: ignore[type-arg]
+    """The tasks a generator made (a plain list of :class:`Task`) with its :class:`GenerationStats` as ``stats``."""
+
+    stats: GenerationStats

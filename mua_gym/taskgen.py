@@ -19,7 +19,7 @@ from mua_gym.fairness import unfair_values
 from mua_gym.messages import AssistantMessage, ToolCall
 from mua_gym.episode import prepare_task
 from mua_gym.reward import evaluate
-from mua_gym.task import Action, EvaluationSpec, Task, UserScenario, WorldSpec
+from mua_gym.task import Action, EvaluationSpec, GenerationStats, Task, TaskList, UserScenario, WorldSpec
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
@@ -92,23 +92,6 @@ def compose_task(*, task_id: str, domain: str, split: str, world: WorldSpec, int
         gold_actions=gold,
         evaluation=EvaluationSpec(reward_basis=basis, communicate_info=communicate, actions=checks),  # type: ignore[arg-type]
     )
-
-
-@dataclass
-class GenerationStats:
-    """How a generation run went: tasks proposed, and why the ones not kept were rejected."""
-
-    proposed: int = 0  # tasks a domain's maker returned (attempts that made none are not counted)
-    failed: int = 0  # a gold call failed, the gold replay scored below 1.0 or doing nothing scored above 0.0
-    unfair: int = 0  # dropped: some gold value is nothing the agent is told (see mua_gym.fairness)
-    #: (the id it would have had, its first unfair values, e.g. ``"get_user_details.user_id='mia_2'"``) per drop.
-    unfair_examples: list[tuple[str, list[str]]] = field(default_factory=list)
-
-
-class TaskList(list):  # type: ignore[type-arg]
-    """The tasks a generator made (a plain list of :class:`Task`) with its :class:`GenerationStats` as ``stats``."""
-
-    stats: GenerationStats
 
 
 def check_task(domain: "Domain", task: Task) -> tuple[str, list[str]] | None:

@@ -9,6 +9,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+# The disk cache of tasks and world images is on, as for a user, in a folder of this session's own: a test
+# session starts from nothing and leaves nothing in the user's cache (subprocesses inherit the folder).
+if "MUA_GYM_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["MUA_GYM_CACHE"] = tempfile.mkdtemp(prefix="mua-gym-test-cache-")
+
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 

@@ -1,5 +1,6 @@
 """The domain kit: what the built-in domains' generators and task makers share."""
 
+import os
 import subprocess
 import sys
 
@@ -16,7 +17,9 @@ def test_a_deferred_function_imports_its_module_on_first_call_only():
     code = ("import sys\nfrom mua_gym.registry import get_domain\nd = get_domain('retail')\n"
             "print('mua_gym.domains.retail.generate' in sys.modules)\n"
             "d.image()\nprint('mua_gym.domains.retail.generate' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    env = {**os.environ, "MUA_GYM_CACHE": "off"}  # (a cached image needs no generator at all)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout.split()
     assert out == ["False", "True"]
     join = deferred("os.path:join")
     assert join.__name__ == "join" and join("a", "b") == "a/b"

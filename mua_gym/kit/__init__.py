@@ -24,5 +24,6 @@ def deferred(target: str) -> Callable[..., Any]:
         return found[0](*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
+    call.__module__ = module  # what the disk cache's key digests: the target's code, not the kit's
     call.__doc__ = f"{target}, imported on first call."
     return call
