@@ -372,10 +372,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--env", default="mua/Mock-v0")
     run.add_argument("--agent", default="oracle", help="oracle, fair, random, or litellm:<model>")
     run.add_argument("--user", default=None,
-                     help="scripted, scenario, or litellm:<model> (default: the domain's own)")
+                     help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> "
+                          "(default: the domain's own)")
     run.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE",
                      help="keyword for the user simulator, e.g. api_base=http://127.0.0.1:8000/v1")
-    run.add_argument("--judge", help="litellm:<model> to judge NL assertions (off by default)")
+    run.add_argument("--judge",
+                     help="litellm:<model> or openai:<model>@<base_url> to judge NL assertions (off by default)")
     run.add_argument("--judge-arg", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--episodes", type=int, default=1)
     run.add_argument("--seed", type=int, default=0)
@@ -395,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--env", action="append", required=True, help="an env id; repeat for several")
     ev.add_argument("--agent", default="oracle", help="oracle, fair, random, or litellm:<model>")
     ev.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
-    ev.add_argument("--user", default=None, help="scripted, scenario, or litellm:<model> (default: the domain's)")
+    ev.add_argument("--user", default=None,
+                    help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> (default: the domain's)")
     ev.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE")
     ev.add_argument("--split", default="test")
     ev.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
@@ -439,7 +442,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
     serve.add_argument("--user", default=None,
-                       help="scripted, scenario, or litellm:<model> (default: the domain's own)")
+                       help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> "
+                          "(default: the domain's own)")
     serve.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                        help="keyword for mua_gym.make, e.g. world_params='{\"count\": 50}'")
     serve.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default 64)")

@@ -497,6 +497,9 @@ class AsyncMuaEnv:
 
     async def aclose(self) -> None:
         await self.user.aclose()
+        close_judge = getattr(self.judge, "aclose", None)  # a judge may be any async callable
+        if close_judge is not None:
+            await close_judge()
         if self.world is not None:
             self.world.close()
             self.world = None

@@ -1,6 +1,8 @@
-"""A pluggable judge for NL_ASSERTION: any chat model litellm reaches, one JSON verdict per assertion.
+"""A pluggable judge for NL_ASSERTION: any chat model litellm reaches (or an OpenAI-compatible server serves),
+one JSON verdict per assertion.
 
-Off unless configured: ``make("mua/Retail-v0", judge="litellm:<model>", judge_kwargs={...})``, or pass any
+Off unless configured: ``make("mua/Retail-v0", judge="litellm:<model>", judge_kwargs={...})`` (or
+``judge="openai:<model>@<base_url>"``), or pass any
 async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`). Each call has a
 timeout and is retried like the LLM user's (:func:`mua_gym.llm_client.acall`: rate limits, timeouts and 5xx with
 backoff, a refused connection once, errors that cannot heal never); one that still fails raises
@@ -13,7 +15,8 @@ import json
 from typing import Any
 
 from mua_gym.jsonsafe import first_object
-from mua_gym.llm_client import CallLimits, JudgeModelError, acall, probe
+from mua_gym.llm_client import CallLimits, JudgeModelError, acall, chat_message, probe
+from mua_gym.openai_http import OpenAIServer, parse_spec
 from mua_gym.redact import Redactor
 
 __all__ = ["JudgeError", "LLMJudge", "make_judge"]
@@ -45,16 +48,24 @@ class LLMJudge:
     """
 
     def __init__(self, model: str, *, timeout: float = 60.0, max_retries: int = 3, backoff: float = 0.5,
-                 **litellm_kwargs: Any) -> None:
+                 server: str | None = None, **litellm_kwargs: Any) -> None:
         self.model = model
         self.limits = CallLimits(timeout, max_retries, backoff)
-        self.kwargs = {"temperature": 0, **litellm_kwargs}
         self._redact = Redactor.of(litellm_kwargs)
+        self._server = None
+        if server is not None:
+            self._server = OpenAIServer(server, api_key=litellm_kwargs.pop("api_key", None))
+        self.kwargs = {"temperature": 0, **litellm_kwargs}
 
     def check(self) -> None:
         """Makes one tiny call to the model; raises :class:`JudgeModelError` (one line, naming the fix) if it fails."""
         probe(self.model, self.kwargs, role="judge", key_hint="judge_kwargs={'api_key': ...}", error=JudgeModelError,
-              timeout=min(self.limits.timeout, 30.0))
+              timeout=min(self.limits.timeout, 30.0), server=self._server)
+
+    async def aclose(self) -> None:
+        """Closes the connections of the fast client (``server``), if any."""
+        if self._server is not None:
+            await self._server.aclose()
 
     async def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> list[bool]:
         transcript = "\n".join(f"{m['role'].upper()}: {m.get('content') or ''}" for m in messages
@@ -63,8 +74,8 @@ class LLMJudge:
         prompt = [{"role": "user", "content": PROMPT.format(transcript=transcript, statements=statements)}]
         # A JudgeError is reported in reward_info["judge_error"]; its text is redacted (providers echo keys).
         response = await acall({**self.kwargs, "model": self.model, "messages": prompt}, self.limits, role="judge",
-                               error=JudgeError, redactor=self._redact)
-        data = first_object(response.choices[0].message.content or "")
+                               error=JudgeError, redactor=self._redact, server=self._server)
+        data = first_object(chat_message(response)["content"] or "")
         verdicts = data.get("verdicts") if isinstance(data, dict) else None
         if not isinstance(verdicts, list) or len(verdicts) != len(assertions):
             raise ValueError(f"the judge returned {json.dumps(data)[:200]}, not one verdict per statement")
@@ -72,6 +83,12 @@ class LLMJudge:
 
 
 def make_judge(spec: str, **kwargs: Any) -> LLMJudge:
+    """A judge from ``litellm:<model>`` or ``openai:<model>@<base_url>`` (the fast client of an
+    OpenAI-compatible server); keywords go to :class:`LLMJudge`."""
     if spec.startswith("litellm:") and len(spec) > len("litellm:"):
         return LLMJudge(spec.split(":", 1)[1], **kwargs)
-    raise ValueError(f"unknown judge {spec!r}; use 'litellm:<model>' or pass an async callable")
+    if spec.startswith("openai:"):
+        model, base_url = parse_spec(spec.split(":", 1)[1])
+        return LLMJudge(model, server=base_url, **kwargs)
+    raise ValueError(f"unknown judge {spec!r}; use 'litellm:<model>', 'openai:<model>@<base_url>' or pass an async "
+                     "callable")

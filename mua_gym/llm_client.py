@@ -1,4 +1,5 @@
-"""What the LLM user, the LLM judge and the LLM agent share about calling litellm.
+"""What the LLM user, the LLM judge and the LLM agent share about calling a model (through litellm, or the fast
+client of an OpenAI-compatible server).
 
 - :func:`import_litellm`: litellm, imported on first use (it costs seconds), told not to fetch its cost map
   over the network and not to print its "Give Feedback / Get Help" banner on every failure.
@@ -9,7 +10,8 @@
   restarting comes back, one that is not running does not): connection refused or failed. Transient (retried
   with backoff): rate limits, timeouts, 5xx, everything else.
 - :func:`acall` / :func:`call`: one model call with a timeout, retried as :func:`retries_allowed` says with
-  exponential backoff, raising the caller's error (its text redacted) once retrying cannot help.
+  exponential backoff, raising the caller's error (its text redacted) once retrying cannot help; ``acall`` also
+  sends it to an OpenAI-compatible server through the fast client (:mod:`mua_gym.openai_http`) instead.
 - :func:`probe`: one tiny call that checks a model's configuration, raising a one-line
   :class:`ModelConfigError` that names the fix.
 - :func:`one_line`: an error text (or exception) on one line, for messages that must not wrap.
@@ -25,12 +27,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
 from urllib.parse import urlsplit
 
+from mua_gym.openai_http import OpenAIServer
 from mua_gym.redact import Redactor
 
 __all__ = [
     "LIMIT_KEYWORDS", "AgentModelError", "CallLimits", "FailureKind", "JudgeModelError", "ModelConfigError",
-    "UserModelError", "acall", "add_usage", "call", "check_models", "describe_failure", "failure_kind", "import_litellm",
-    "one_line", "probe", "retries_allowed", "split_call_limits",
+    "UserModelError", "acall", "add_usage", "call", "chat_message", "check_models", "describe_failure", "failure_kind",
+    "import_litellm", "one_line", "probe", "probe_server", "retries_allowed", "split_call_limits",
 ]
 
 FailureKind = Literal["permanent", "unreachable", "transient"]
@@ -162,25 +165,54 @@ def _call_failed(role: str, exc: BaseException, attempt: int, redactor: Redactor
 
 
 async def acall(request: Mapping[str, Any], limits: CallLimits, *, role: str, error: Callable[[str], Exception],
-                redactor: Redactor) -> Any:
-    """litellm's response to ``request`` (``litellm.acompletion`` keywords), each try cut off after
-    ``limits.timeout``; raises ``error("<role> model call failed ...")``, redacted, once retrying cannot help."""
-    litellm = import_litellm()
-    request = _bounded(request, limits)
-    if request.get("api_key") and _has_user_info(request.get("api_base")):
-        # aiohttp refuses this pair before any request; some SDK versions then report only "Connection error"
-        raise error(f"{role} model call failed (not retried: it cannot heal): the api_base carries credentials "
-                    "(user info) and an api_key is set too, which the async HTTP client refuses: pass one of them")
+                redactor: Redactor, server: OpenAIServer | None = None) -> Any:
+    """The model's response to ``request`` (``litellm.acompletion`` keywords), each try cut off after
+    ``limits.timeout``; raises ``error("<role> model call failed ...")``, redacted, once retrying cannot help.
+
+    With ``server`` the request goes to that OpenAI-compatible server (:mod:`mua_gym.openai_http`) as the JSON
+    body, and the response is its JSON (a dict); without, through litellm (its response object).
+    :func:`chat_message` and :func:`add_usage` read either.
+    """
+    if server is not None:
+        def send() -> Any:
+            return server.complete(request, limits.timeout)
+    else:
+        litellm = import_litellm()
+        bounded = _bounded(request, limits)
+        if bounded.get("api_key") and _has_user_info(bounded.get("api_base")):
+            # aiohttp refuses this pair before any request; some SDK versions then report only "Connection error"
+            raise error(f"{role} model call failed (not retried: it cannot heal): the api_base carries credentials "
+                        "(user info) and an api_key is set too, which the async HTTP client refuses: pass one of them")
+
+        def send() -> Any:
+            return asyncio.wait_for(litellm.acompletion(**bounded), limits.timeout)
     attempt = 0
     while True:
         try:
-            return await asyncio.wait_for(litellm.acompletion(**request), limits.timeout)
+            return await send()
         except Exception as exc:  # classified: permanent ones fail now, the rest are retried
             delay = _retry_delay(exc, attempt, limits)
             if delay is None:
                 raise error(_call_failed(role, exc, attempt, redactor)) from None
             await asyncio.sleep(delay)
             attempt += 1
+
+
+def chat_message(response: Any) -> dict[str, Any]:
+    """The first choice's message of a chat response (litellm's object or a server's JSON) as
+    ``{"content": str | None, "tool_calls": [{"id", "type", "function": {"name", "arguments"}}, ...]}``."""
+    if isinstance(response, dict):
+        message = response["choices"][0].get("message") or {}
+        calls = [{"id": c.get("id"), "type": "function",
+                  "function": {"name": (c.get("function") or {}).get("name"),
+                               "arguments": (c.get("function") or {}).get("arguments")}}
+                 for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+        return {"content": message.get("content"), "tool_calls": calls}
+    choice = response.choices[0].message
+    return {"content": choice.content,
+            "tool_calls": [{"id": c.id, "type": "function",
+                            "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                           for c in (getattr(choice, "tool_calls", None) or [])]}
 
 
 def call(request: Mapping[str, Any], limits: CallLimits, *, role: str, error: Callable[[str], Exception],
@@ -270,6 +302,11 @@ def _key_variables(litellm: Any, model: str) -> str:
 
 def add_usage(usage: dict[str, float], response: Any) -> None:
     """Adds a chat response's token counts (and its price, where litellm knows the model's) to ``usage``."""
+    if isinstance(response, dict):  # a server's JSON: token counts, no price
+        counts = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+        for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            usage[k] = usage.get(k, 0) + int(counts.get(k) or 0)
+        return
     u = getattr(response, "usage", None)
     for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
         usage[k] = usage.get(k, 0) + int(getattr(u, k, 0) or 0)
@@ -322,13 +359,17 @@ def _diagnose(exc: BaseException, model: str, kwargs: Mapping[str, Any], key_hin
 
 
 def probe(model: str, kwargs: Mapping[str, Any], *, role: str, key_hint: str,
-          error: type[ModelConfigError] = ModelConfigError, timeout: float = 30.0) -> None:
+          error: type[ModelConfigError] = ModelConfigError, timeout: float = 30.0,
+          server: OpenAIServer | None = None) -> None:
     """Makes one tiny call to ``model``; returns if it answers, else raises ``error`` with the fix in one line.
 
     ``role`` (``"user"``, ``"judge"``, ``"agent"``) starts the message; ``key_hint`` says how the caller passes a
     key (``"user_kwargs={'api_key': ...}"``), named in the fix for a failed authentication. The
-    :data:`LIMIT_KEYWORDS` in ``kwargs`` are not sent; a ``timeout`` there shorter than ``timeout`` wins.
+    :data:`LIMIT_KEYWORDS` in ``kwargs`` are not sent; a ``timeout`` there shorter than ``timeout`` wins. With
+    ``server`` the call goes to that OpenAI-compatible server (:func:`probe_server`), not through litellm.
     """
+    if server is not None:
+        return probe_server(server, model, kwargs, role=role, key_hint=key_hint, error=error, timeout=timeout)
     litellm = import_litellm()
     kwargs, limits = split_call_limits(kwargs)
     request = {**kwargs, "model": model, "messages": _PROBE_MESSAGES, "max_tokens": 1, "max_retries": 0,
@@ -338,6 +379,30 @@ def probe(model: str, kwargs: Mapping[str, Any], *, role: str, key_hint: str,
     except Exception as exc:  # every failure is reported as the one-line configuration error
         message = describe_failure(exc, model, kwargs, key_hint, Redactor.of(dict(kwargs)))
         raise error(one_line(f"{role} model: {message}", 300)) from None
+
+
+def probe_server(server: OpenAIServer, model: str, kwargs: Mapping[str, Any], *, role: str, key_hint: str,
+                 error: type[ModelConfigError] = ModelConfigError, timeout: float = 30.0) -> None:
+    """:func:`probe` for a model served by an OpenAI-compatible ``server`` (no litellm): one tiny call, or a
+    one-line ``error`` naming the fix."""
+    kwargs, limits = split_call_limits(kwargs)
+    body = {**kwargs, "model": model, "messages": _PROBE_MESSAGES, "max_tokens": 1}
+    try:
+        server.complete_blocking(body, min(timeout, limits.timeout))
+    except Exception as exc:  # every failure is reported as the one-line configuration error
+        status = _status(exc)
+        where = server.base_url
+        if status == 401:
+            fix = f"authentication failed at {where} for {model}: pass {key_hint}"
+        elif status == 404:
+            fix = f"model {model!r} not found at {where}: check the model name and that the URL ends in /v1"
+        elif _is_connection_failure(exc):
+            fix = f"cannot reach {where} for {model}: is the server running?"
+        elif _is_timeout(exc):
+            fix = f"{model} did not answer at {where} in time: is the server up and the model loaded?"
+        else:
+            fix = f"{model} failed at {where}: {type(exc).__name__}: {exc}"
+        raise error(one_line(Redactor.of(dict(kwargs))(f"{role} model: {fix}"), 300)) from None
 
 
 def check_models(*parts: object) -> None:

@@ -2,7 +2,8 @@
 
 ``ok`` answers ``OK``; ``badkey`` fails 401 and echoes the bearer token it was sent (as careless providers do);
 ``missing`` fails 404; ``busy`` fails 503 and echoes the token too; ``flaky-N`` fails 503 N times, then answers
-once with a judge's verdict that its one statement holds, and so on. ``REQUESTS[model]`` counts
+once with a judge's verdict that its one statement holds, and so on; ``user-N`` plays a customer who asks
+for help until the agent has spoken N times after its greeting, then stops. ``REQUESTS[model]`` counts
 the calls each model got, so a test can tell a retried call from one that was not.
 
     with error_llm_server() as api_base:
@@ -55,6 +56,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(503, {"error": {"message": f"overloaded; request from key {token}", "code": 503}})
         elif model.startswith("flaky-"):
             self._send(200, _completion(model, FLAKY_REPLY))
+        elif model.startswith("user-") and model.removeprefix("user-").isdigit():
+            heard = sum(1 for m in body.get("messages") or [] if m.get("role") == "user")  # the agent's turns
+            done = heard > int(model.removeprefix("user-"))
+            self._send(200, _completion(model, "###STOP###" if done else "Please help me with my order."))
         else:
             self._send(404, {"error": {"message": f"The model `{model}` does not exist", "code": 404}})
 

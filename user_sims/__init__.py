@@ -2,8 +2,9 @@
 
 Choose one by string wherever a user is asked for (``make`` keywords, the CLI):
 ``"scripted"`` (the task's scripted turns), ``"scenario"`` (rule-driven, from the task's structured scenario),
-``"litellm:<model>"`` (any model litellm reaches; extra keywords such as ``api_base`` go to litellm), or
-pass a :class:`UserSimulator` instance.
+``"litellm:<model>"`` (any model litellm reaches; extra keywords such as ``api_base`` go to litellm),
+``"openai:<model>@<base_url>"`` (a model an OpenAI-compatible server such as vLLM serves, through a fast client
+of its own), or pass a :class:`UserSimulator` instance.
 """
 
 from typing import Any
@@ -41,8 +42,14 @@ def make_user(spec: "str | UserSimulator", **kwargs: Any) -> UserSimulator:
         from mua_gym.user_sims.llm import LLMUser
 
         return LLMUser(spec.split(":", 1)[1], **kwargs)
-    raise ValueError(f"unknown user simulator {spec!r}; use 'scripted', 'scenario', 'litellm:<model>' "
-                     "or a UserSimulator instance")
+    if isinstance(spec, str) and spec.startswith("openai:"):
+        from mua_gym.openai_http import parse_spec
+        from mua_gym.user_sims.llm import LLMUser
+
+        model, base_url = parse_spec(spec.split(":", 1)[1])
+        return LLMUser(model, server=base_url, **kwargs)
+    raise ValueError(f"unknown user simulator {spec!r}; use 'scripted', 'scenario', 'litellm:<model>', "
+                     "'openai:<model>@<base_url>' or a UserSimulator instance")
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""``LLMUser``: a customer played by any chat model that litellm reaches.
+"""``LLMUser``: a customer played by any chat model that litellm reaches, or by one an OpenAI-compatible server
+serves (the fast client of :mod:`mua_gym.openai_http`).
 
 The model sees our guidelines, the task's scenario and the persona, and the conversation from the
 customer's side: the agent's texts arrive as the other party's messages, its own replies as its own. The
@@ -19,7 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mua_gym.llm_client import CallLimits, UserModelError, acall, add_usage, probe
+from mua_gym.llm_client import CallLimits, UserModelError, acall, add_usage, chat_message, probe
+from mua_gym.openai_http import OpenAIServer
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.parsing import split_reasoning
 from mua_gym.redact import Redactor, is_secret_name
@@ -69,17 +71,24 @@ def scenario_text(task: Task, persona: Persona) -> str:
 
 
 class LLMUser(UserSimulator):
-    """A simulated user driven by ``model`` through ``litellm.acompletion`` (litellm keywords pass through)."""
+    """A simulated user driven by ``model`` through ``litellm.acompletion`` (litellm keywords pass through), or,
+    with ``server`` (a base URL such as ``http://127.0.0.1:8000/v1``), through the fast client of that
+    OpenAI-compatible server (:mod:`mua_gym.openai_http`: keywords go into the request body, ``api_key`` into
+    its header)."""
 
     def __init__(self, model: str, *, persona: PersonaMode = "task", timeout: float = 60.0, max_retries: int = 3,
-                 backoff: float = 0.5, memo: ResponseMemo | str | None = None, **litellm_kwargs: Any) -> None:
+                 backoff: float = 0.5, memo: ResponseMemo | str | None = None, server: str | None = None,
+                 **litellm_kwargs: Any) -> None:
         self.model = model
-        self.name = f"litellm:{model}"
         self.persona_mode = persona
         self.limits = CallLimits(timeout, max_retries, backoff)
         self.memo = ResponseMemo(memo) if isinstance(memo, str) else memo
-        self.kwargs = litellm_kwargs
         self._redact = Redactor.of(litellm_kwargs)
+        self._server = None
+        if server is not None:
+            self._server = OpenAIServer(server, api_key=litellm_kwargs.pop("api_key", None))
+        self.name = f"openai:{model}" if server is not None else f"litellm:{model}"
+        self.kwargs = litellm_kwargs
         self.persona = Persona()
         self._system = ""
         self._tools: list[dict[str, Any]] | None = None
@@ -93,7 +102,11 @@ class LLMUser(UserSimulator):
         if self.memo is not None and len(self.memo):
             return
         probe(self.model, self.kwargs, role="user", key_hint="user_kwargs={'api_key': ...}", error=UserModelError,
-              timeout=min(self.limits.timeout, 30.0))
+              timeout=min(self.limits.timeout, 30.0), server=self._server)
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            await self._server.aclose()
 
     async def start(self, task: Task, *, seed: int | None = None,
                     tools: list[dict[str, Any]] | None = None) -> UserReply:
@@ -159,12 +172,9 @@ class LLMUser(UserSimulator):
             hit = self.memo.get(key)
             if hit is not None:
                 return hit
-        response = await acall(request, self.limits, role="user", error=UserSimulatorError, redactor=self._redact)
-        choice = response.choices[0].message
-        message = {"content": choice.content,
-                   "tool_calls": [{"id": c.id, "type": "function",
-                                   "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                                  for c in (getattr(choice, "tool_calls", None) or [])]}
+        response = await acall(request, self.limits, role="user", error=UserSimulatorError, redactor=self._redact,
+                               server=self._server)
+        message = chat_message(response)
         add_usage(usage, response)
         if self.memo is not None and key is not None:
             self.memo.put(key, message)
