@@ -14,6 +14,7 @@ SkyRL-gym       :mod:`mua_gym.integrations.skyrl`           ``skyrl``
 OpenEnv         :mod:`mua_gym.integrations.openenv`         ``openenv``
 verl            :mod:`mua_gym.integrations.verl`            ``verl``
 OpenPipe ART    :mod:`mua_gym.integrations.art`             ``art``
+Ray (a pool)    :mod:`mua_gym.integrations.ray_pool`        ``ray``
 ==============  ==========================================  ======================
 """
 
