@@ -99,6 +99,7 @@ class Domain:
         self._images: dict[tuple[Any, ...], WorldImage] = {}
         self._tasks: dict[tuple[Any, ...], Sequence[Task]] = {}
         self._toolkits: dict[str, Toolkit] = {}
+        self._schemas: dict[str, list[dict[str, Any]]] = {}
         self._scratch: dict[tuple[int, str], World] = {}
         #: Per task object (by id, with a weak reference to it): what mua_gym.episode.prepare_task made of it.
         self.task_cache: dict[int, tuple[weakref.ref[Task], Any]] = {}
@@ -145,6 +146,14 @@ class Domain:
         if found is None:
             make = self.source_tools.get(source)
             found = self._toolkits[source] = make() if make is not None else self.tools
+        return found
+
+    def tool_schemas(self, source: str = "generated") -> list[dict[str, Any]]:
+        """The OpenAI schemas of the agent's tools for ``source``: one list per source, shared by every env of the
+        domain (read it, do not change it; ``toolkit(source).schemas()`` makes a copy of one's own)."""
+        found = self._schemas.get(source)
+        if found is None:
+            found = self._schemas[source] = self.toolkit(source).schemas()
         return found
 
     def world_from_image(self, image: WorldImage, source: str = "generated") -> World:

@@ -148,7 +148,7 @@ class AsyncMuaEnv:
         # Every episode opens with the same system message: made once (its OpenAI dict is copied per episode).
         self._system = SystemMessage(content=self._policy)
         self._system_openai = to_openai(self._system)
-        self.tool_schemas = self.domain.toolkit(world).schemas()
+        self.tool_schemas = self.domain.tool_schemas(world)  # (shared, as the policy is: not a copy per episode)
         self.offered_tools: frozenset[str] | None = None
         self._offered_tasks: dict[str | None, tuple[list[Task], list[Task]]] = {}
         if tools is not None:
