@@ -38,7 +38,7 @@ __all__ = ["CachedTasks", "cache_folder", "cached_image", "cached_tasks", "clear
            "store_image", "usage"]
 
 _OFF = {"off", "0", "false", "no", "none"}
-_digests: dict[str, str] = {}
+_digests: dict[str, str | None] = {}
 _digest_lock = threading.Lock()
 
 
@@ -65,18 +65,20 @@ def _digest_of(paths: list[Path], root: Path) -> str:
     return h.hexdigest()
 
 
-def code_digest(module_name: str) -> str:
+def code_digest(module_name: str) -> str | None:
     """A digest of the code that a function of ``module_name`` runs: every source file of the package holding
     that module (the file alone for a top-level module) and of ``mua_gym``. Found without importing the module
     (a submodule's package is imported, as ``importlib.util.find_spec`` does);
-    computed once per process."""
-    found = _digests.get(module_name)
-    if found is not None:
-        return found
+    computed once per process. None where the module has no source file (``__main__``, a notebook's cells)."""
+    if module_name in _digests:
+        return _digests[module_name]
     with _digest_lock:
-        spec = importlib.util.find_spec(module_name)
-        if spec is None or spec.origin is None:
-            raise ValueError(f"cannot find the source of module {module_name!r}")
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError):  # __main__ without a spec, a module that cannot be found
+            spec = None
+        if spec is None or spec.origin is None or not Path(spec.origin).is_file():
+            return None
         origin = Path(spec.origin)
         if spec.submodule_search_locations is not None or "." in module_name:
             own_root, own_files = origin.parent, _package_files(origin.parent)
@@ -95,11 +97,14 @@ def entry(kind: str, domain: str, source: str, function: Callable[..., Any], arg
     """The file of the entry that ``function`` (a world builder or task source of ``source`` of the domain named
     ``domain``) makes for ``arguments`` (anything with a stable ``repr``), or None where the cache is off."""
     folder = cache_folder()
-    if folder is None:
+    module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+    # Only a module's own named functions: a lambda or a nested function may hold state its code does not show.
+    if folder is None or not module or not name or "<" in name:
         return None
-    module = getattr(function, "__module__", None) or "mua_gym"
-    parts = [kind, domain, source, f"{module}:{getattr(function, '__qualname__', '')}", repr(arguments),
-             code_digest(module)]
+    digest = code_digest(module)
+    if digest is None:
+        return None
+    parts = [kind, domain, source, f"{module}:{name}", repr(arguments), digest]
     digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
     return folder / f"{domain}-{kind}-{digest}{'.db' if kind == 'image' else '.pkl'}"
 

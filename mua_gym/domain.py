@@ -187,7 +187,13 @@ class Domain:
             raise ValueError(
                 f"domain {self.name!r} has no task source {source!r}; it has {sorted(self.task_sources)}"
             )
-        entry = disk_cache.entry("tasks", self.name, source, make, key) if source in self.cached_sources else None
+        entry = None
+        if source in self.cached_sources:
+            # Tasks are read off the source's world: its builder is part of what made them.
+            builder = self.worlds.get(source)
+            world = None if builder is None else disk_cache.entry("image", self.name, source, builder, ())
+            if builder is None or world is not None:
+                entry = disk_cache.entry("tasks", self.name, source, make, (key, world and world.name))
         tasks = disk_cache.cached_tasks(entry, lambda: make(self, split, **params))
         self._tasks[key] = tasks
         return tasks

@@ -177,3 +177,33 @@ def test_the_command_line_shows_and_clears_it(cache):
                              text=True, env=env)
     assert cleared.returncode == 0 and "1 files removed" in cleared.stdout
     assert list(cache.iterdir()) == []
+
+
+def test_only_named_module_functions_are_cached(cache):
+    def nested(domain, split):
+        return mua_gym.get_domain("mock").task_sources["generated"](domain, split)
+
+    mock = mua_gym.get_domain("mock")
+    expected = list(mock.tasks("dev"))
+    disk_cache.clear(cache)
+    for source in (nested, lambda domain, split: nested(domain, split)):
+        assert disk_cache.entry("tasks", "mock", "generated", source, ("dev",)) is None
+        assert dataclasses.replace(mock, task_sources={"generated": source}).tasks("dev") == expected
+    assert not cache.exists() or list(cache.iterdir()) == []
+    script = "from mua_gym import disk_cache; print(disk_cache.code_digest('__main__'))"
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True).stdout.split() == ["None"]  # a script's or a notebook's own functions
+    assert disk_cache.code_digest("no_such_module_anywhere") is None
+
+
+def test_tasks_are_cached_per_world_builder(cache):
+    mock = mua_gym.get_domain("mock")
+    before = disk_cache.entry("tasks", "mock", "generated", mock.task_sources["generated"], ("dev",))
+    assert before is not None
+    fresh("mock").tasks("dev")
+    built = dataclasses.replace(mock, worlds={"generated": lambda conn, *, seed: None})
+    calls: list[str] = []
+    counted = fresh("mock", calls)
+    counted = dataclasses.replace(counted, worlds=built.worlds)
+    counted.tasks("dev")
+    assert calls == ["tasks"]  # another world (and one that cannot be cached): the tasks are made again
