@@ -90,6 +90,8 @@ class OracleAgent(Agent):
         return {"role": "assistant", "content": "Is there anything else I can help you with today?"}
 
 
+#: How often the ``fair-retry`` agent makes a failed call again.
+RETRIES = 8
 #: What a fair agent writes for an argument no reward compares (a transfer summary): its own words.
 OWN_WORDS = "The customer needs help that my tools cannot give; please take over."
 
@@ -109,7 +111,16 @@ class FairAgent(OracleAgent):
     format) and asks to proceed; it makes the write only if the user says yes. Arguments that no reward compares
     (outside ``compare_args``) it fills with its own words (:data:`OWN_WORDS`). It ends like OracleAgent, saying
     the task's communicate strings, if it has seen each (otherwise it gives up).
+
+    ``retries``: how often it makes a call again, unchanged, when the call came back as an error (for services
+    that fail now and then: :class:`mua_gym.perturbations.ToolFaults`); 0 by default.
     """
+
+    def __init__(self, task: Task, retries: int = 0) -> None:
+        if retries < 0:
+            raise ValueError("retries must be 0 or more")
+        self.retries = retries
+        super().__init__(task)
 
     def reset(self, info: dict[str, Any]) -> None:
         from mua_gym.fairness import Knowledge, episode_knowledge
@@ -123,6 +134,8 @@ class FairAgent(OracleAgent):
         self._attempts = 0  # questions and nudges made for the next call
         self._proposed = False  # the next call (a write) was stated and awaits the user's answer
         self._done_failing = False
+        self._last_call: dict[str, Any] | None = None  # the call just made, to make again if it failed
+        self._retried = 0
 
     def _unseen(self, action: Any) -> list[tuple[str, Any]]:
         """(argument, value) for each leaf of ``action``'s compared arguments that the conversation has not shown."""
@@ -160,6 +173,12 @@ class FairAgent(OracleAgent):
         from mua_gym.fairness import NEXT_REQUEST
 
         reply = self._learn(observation)
+        last, self._last_call = self._last_call, None
+        if last is not None and self._retried < self.retries and any(
+                m.get("role") == "tool" and str(m.get("content", "")).startswith("Error:") for m in observation):
+            self._retried += 1
+            return self._tool_call(last["function"]["name"], last["function"]["arguments"])
+        self._retried = 0
         if self._done_failing:
             return self._say(NEXT_REQUEST)
         if not self._pending:
@@ -201,10 +220,13 @@ class FairAgent(OracleAgent):
         arguments = self._arguments(action)
         if action.requestor == "user":
             return self._say(f"Please do this on your phone: {action.name}({json.dumps(arguments)}).")
+        return self._tool_call(action.name, json.dumps(arguments))
+
+    def _tool_call(self, name: str, arguments: str) -> dict[str, Any]:
         self._step += 1
-        return {"role": "assistant", "content": None, "tool_calls": [{
-            "id": f"fair_{self._step}", "type": "function",
-            "function": {"name": action.name, "arguments": json.dumps(arguments)}}]}
+        call = {"id": f"fair_{self._step}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        self._last_call = call
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 class RandomAgent(Agent):
@@ -314,24 +336,27 @@ def check_agent_spec(spec: str, **kwargs: Any) -> str:
 
     Cheap: no world, task or model is touched, so callers check a spec before building anything.
     """
-    if spec in ("oracle", "fair", "random"):
+    if spec in ("oracle", "fair", "fair-retry", "random"):
         if kwargs:
             raise ValueError(f"the {spec} agent takes no keywords (got {', '.join(sorted(kwargs))}); "
                              "agent keywords are for litellm:<model>")
         return spec
     if spec.startswith("litellm:") and len(spec) > len("litellm:"):
         return "litellm"
-    raise ValueError(f"unknown agent {spec!r}: use oracle, fair, random or litellm:<model>")
+    raise ValueError(f"unknown agent {spec!r}: use oracle, fair, fair-retry, random or litellm:<model>")
 
 
 def make_agent(spec: str, task: Task | None = None, seed: int | None = None, **kwargs: Any) -> Agent:
-    """``"oracle"`` or ``"fair"`` (both need the task), ``"random"``, or ``"litellm:<model>"`` (``kwargs`` go to
+    """``"oracle"``, ``"fair"`` or ``"fair-retry"`` (the fair agent making a failed call again, up to
+    :data:`RETRIES` times; all three need the task), ``"random"``, or ``"litellm:<model>"`` (``kwargs`` go to
     litellm)."""
     kind = check_agent_spec(spec, **kwargs)
-    if kind in ("oracle", "fair"):
+    if kind in ("oracle", "fair", "fair-retry"):
         if task is None:
             raise ValueError(f"the {kind} agent needs the task")
-        return OracleAgent(task) if kind == "oracle" else FairAgent(task)
+        if kind == "oracle":
+            return OracleAgent(task)
+        return FairAgent(task, retries=RETRIES if kind == "fair-retry" else 0)
     if kind == "random":
         return RandomAgent(seed)
     return LiteLLMAgent(spec.split(":", 1)[1], **kwargs)

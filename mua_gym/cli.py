@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from typing import Any, Callable, Sequence, TextIO
@@ -188,7 +189,8 @@ def _eval(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
-    from mua_gym.evaluation import EvalConfig, aevaluate, tokens_and_cost
+    from mua_gym.evaluation import EvalConfig
+    from mua_gym.perturbations import make_perturbations
     from mua_gym.redact import Redactor
 
     user_kwargs = _key_values(args.user_arg, "--user-arg")
@@ -201,6 +203,8 @@ def _eval(args: argparse.Namespace) -> int:
                             world_params=_key_values(args.world_param, "--world-param"), trials=args.trials,
                             concurrency=args.concurrency, task_ids=args.task_ids, num_tasks=args.num_tasks,
                             seed=args.seed, max_turns=args.max_turns)
+        for spec in args.perturb:
+            make_perturbations(spec)  # an unknown name fails here, before anything runs
         check_agent_spec(args.agent, **agent_kwargs)
         probe = make_agent(args.agent, **agent_kwargs) if args.agent.startswith("litellm:") else None
         if isinstance(probe, LiteLLMAgent) and args.check:
@@ -212,17 +216,53 @@ def _eval(args: argparse.Namespace) -> int:
         say(f"mua-gym: note: {', '.join(deaf)} plays the scripted user, who says its lines in order whatever the "
             "agent asks; to benchmark an agent that asks, name --user scenario or --user litellm:<model>",
             sys.stderr)
+    if not args.perturb:
+        return _eval_run(config, args.out, args, say, redact)[0]
+    return _eval_gap(config, args, say, redact)
 
+
+def _eval_gap(config: Any, args: argparse.Namespace, say: Callable[..., None], redact: Callable[[str], str]) -> int:
+    """The run clean and under each ``--perturb`` spec (each in a folder of ``--out`` named after it), then the
+    gap table (also written to ``--out``/gap.json)."""
+    from mua_gym.perturbations.gap import format_gap, gap_rows
+
+    runs: dict[str, list[Any]] = {}
+    status = 0
+    for spec in [None, *args.perturb]:
+        label = spec or "clean"
+        out = None if args.out is None else os.path.join(args.out, re.sub(r"[^\w.=+-]", "_", label))
+        say(f"-- {label}")
+        code, results = _eval_run(config.model_copy(update={"perturb": spec}), out, args, say, redact)
+        if code == 130:
+            return code
+        status = max(status, code)
+        runs[label] = results
+    clean = runs.pop("clean")
+    rows = gap_rows(clean, runs)
+    say(format_gap(rows))
+    if args.out:
+        with open(os.path.join(args.out, "gap.json"), "w", encoding="utf-8") as sink:
+            json.dump([r.model_dump(mode="json") for r in rows], sink, indent=1)
+    return status
+
+
+def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Callable[..., None],
+              redact: Callable[[str], str]) -> tuple[int, list[Any]]:
+    """Runs (or resumes) one evaluation into ``out``, printing its summary: (exit status, its episodes)."""
     import asyncio
+
+    from mua_gym.evaluation import aevaluate, tokens_and_cost
 
     from tqdm import tqdm
 
     bar = tqdm(total=None, unit="episode", desc="eval", dynamic_ncols=True, disable=args.quiet)
     played = passed = errors = resumed = 0
     tokens = cost = 0.0
+    results: list[Any] = []
 
     def count(result: Any) -> None:
         nonlocal played, passed, errors, tokens, cost
+        results.append(result)
         played, passed, errors = played + 1, passed + result.success, errors + (result.error is not None)
         episode_tokens, episode_cost = tokens_and_cost(result.usage)
         tokens, cost = tokens + episode_tokens, cost + episode_cost
@@ -245,17 +285,17 @@ def _eval(args: argparse.Namespace) -> int:
         show(done, total)
 
     try:
-        summary = asyncio.run(aevaluate(config, args.out, on_episode, on_start))
+        summary = asyncio.run(aevaluate(config, out, on_episode, on_start))
     except (KeyError, ValueError) as exc:  # an unknown task id, an empty split, a folder of another run
         raise UsageError(redact(one_line(exc))) from None
     except OSError as exc:  # --out is a file, or cannot be written
-        raise UsageError(redact(f"cannot write the results to {args.out}: {one_line(exc)}")) from None
+        raise UsageError(redact(f"cannot write the results to {out}: {one_line(exc)}")) from None
     except KeyboardInterrupt:  # every finished episode is on disk already; the running ones are dropped
         bar.close()
-        where = f"; rerun the same command to finish it ({args.out} keeps the {played} episodes done)" \
-            if args.out else " (no --out: nothing was kept)"
+        where = f"; rerun the same command to finish it ({out} keeps the {played} episodes done)" \
+            if out else " (no --out: nothing was kept)"
         say(f"mua-gym: interrupted{where}", sys.stderr)
-        return 130
+        return 130, results
     finally:
         bar.close()
     ks = ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k.items())
@@ -272,9 +312,9 @@ def _eval(args: argparse.Namespace) -> int:
         say("  pass^1 by category: " + ", ".join(f"{c} {t[1]:.2f}" for c, t in summary.by_category.items()))
     for line in summary.errors:
         say(f"  {line}", sys.stderr)
-    if args.out:
-        say(f"results in {args.out}")
-    return 1 if summary.agent_errors or summary.user_errors else 0
+    if out:
+        say(f"results in {out}")
+    return (1 if summary.agent_errors or summary.user_errors else 0), results
 
 
 def _scripted_user_envs(env_ids: Sequence[str], user: str | None) -> list[str]:
@@ -370,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="play episodes and print transcripts and rewards")
     run.add_argument("--env", default="mua/Mock-v0")
-    run.add_argument("--agent", default="oracle", help="oracle, fair, random, or litellm:<model>")
+    run.add_argument("--agent", default="oracle", help="oracle, fair, fair-retry, random, or litellm:<model>")
     run.add_argument("--user", default=None,
                      help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> "
                           "(default: the domain's own)")
@@ -395,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.set_defaults(handler=_run)
     ev = sub.add_parser("eval", help="every task x K trials, N at once: pass^k, resumable results in --out")
     ev.add_argument("--env", action="append", required=True, help="an env id; repeat for several")
-    ev.add_argument("--agent", default="oracle", help="oracle, fair, random, or litellm:<model>")
+    ev.add_argument("--agent", default="oracle", help="oracle, fair, fair-retry, random, or litellm:<model>")
     ev.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
     ev.add_argument("--user", default=None,
                     help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> (default: the domain's)")
@@ -413,6 +453,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--out", default=None, help="results folder; rerun with the same folder to resume")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.add_argument("--no-check", dest="check", action="store_false", help="skip the agent model's probe call")
+    ev.add_argument("--perturb", action="append", default=[], metavar="SPEC",
+                    help="also run under this perturbation (a name, name:key=value, a family, or +-joined; "
+                         "repeatable) and print the gap table against the clean run")
     ev.set_defaults(handler=_eval)
     report = sub.add_parser("report", help="write an eval folder's report: one self-contained HTML file")
     report.add_argument("folder", help="the --out folder of mua-gym eval (finished or not)")

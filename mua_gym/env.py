@@ -22,6 +22,12 @@ observation; a message without tool calls goes to the user simulator and its rep
     reward: judge success on it, whatever the mode), ``shaped_reward`` (the step's reward), ``base_reward``
     and each shaping term's inputs. A truncated episode earns 0.0 in every mode and has no ``reward_info``.
 
+``perturb=`` (see :mod:`mua_gym.perturbations`) randomises the episode: what the agent sees, the tools it is
+offered, how calls fail, how the user behaves, each drawn from the episode's seed; ``info["perturbations"]`` (at
+reset) and ``info["perturbation_events"]`` (on a step where one acted) record it. The task, its gold world and
+its reward are never changed; a call that a transition perturbation fails never runs and is not counted in
+``tool_errors``.
+
 A curriculum may narrow what the agent sees: ``policy=`` replaces the domain's policy text, and ``tools=``
 offers the agent only the named tools (a call to any other is an error that runs nothing); such an env plays
 only the tasks whose gold agent calls all use offered tools, so no task needs a tool it hides. A replacement
@@ -44,10 +50,11 @@ from mua_gym.infos import ResetInfo, StepInfo
 from mua_gym.messages import (
     AssistantMessage, SystemMessage, ToolMessage, UserMessage, as_recorded, refused_reply, to_openai,
 )
-from mua_gym.jsonsafe import clean_text
+from mua_gym.jsonsafe import JSONError, clean_text, loads
 from mua_gym.parsing import (
     MALFORMED, ActionError, Parser, clean_call, get_parser, malformed_reason, to_assistant_message,
 )
+from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbations, PerturbSpec, make_perturbations
 from mua_gym.reward import (
     Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, reward_mode, shape,
 )
@@ -110,6 +117,7 @@ class AsyncMuaEnv:
         check_models: bool = False,
         policy: str | None = None,
         tools: list[str] | None = None,
+        perturb: PerturbSpec = None,
     ) -> None:
         from mua_gym.registry import get_domain
 
@@ -161,6 +169,9 @@ class AsyncMuaEnv:
             self.tool_schemas = [t for t in self.tool_schemas if t["function"]["name"] in self.offered_tools]
         self._user_tool_schemas = self.domain.user_tools.schemas() if self.domain.user_tools else None
         self._episode = EpisodeState(done=True)
+        self.perturbations: Perturbations | None = make_perturbations(perturb)
+        self._episode_tools = self.tool_schemas  # the tools of the running episode (perturbed, they differ)
+        self._perturbation_record: dict[str, Any] | None = None
 
     # -- tasks -------------------------------------------------------------------------------------
     def tasks(self, split: str | None = None) -> Sequence[Task]:
@@ -224,19 +235,30 @@ class AsyncMuaEnv:
         self._user_view = []
         observation = [dict(self._system_openai)]
         user_seed = int(self._rng.bit_generator.random_raw()) >> 33  # 31 random bits (Generator.integers is slow)
+        user_task, self._episode_tools, self._perturbation_record = task, self.tool_schemas, None
+        if self.perturbations is not None:  # drawn from the user's seed: the env's own stream stays as it was
+            drawn = self.perturbations.begin(user_seed, EpisodeFacts(task, prepared.gold_agent_calls,
+                                                                     self.tool_schemas))
+            self._perturbation_record = {"drawn": drawn, "events": []}
+            self._episode_tools = self.perturbations.tools(self.tool_schemas)
+            user_task = self.perturbations.user_task(task)
         try:
-            reply = await self.user.start(task, seed=user_seed, tools=self._user_tool_schemas)
+            reply = await self.user.start(user_task, seed=user_seed, tools=self._user_tool_schemas)
             self._add_usage(reply)
             opening = UserMessage(content=clean_text(reply.content))
-            self._entries.append((opening, False, True))
             self._user_view.append(opening)
+            if self.perturbations is not None:
+                opening = UserMessage(content=clean_text(self.perturbations.user_text(opening.content)))
+            self._entries.append((opening, False, True))
             observation.append(to_openai(opening))
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
             self._episode.pending_error = f"{type(exc).__name__}: {exc}"
         info: ResetInfo = {
-            "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self.tool_schemas,
+            "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self._episode_tools,
             "policy": self._policy, "user": self.user.name, "max_turns": self.max_turns,
         }
+        if self._perturbation_record is not None:
+            info["perturbations"] = self._perturbation_record["drawn"]
         if self._episode.pending_error:
             info["user_error"] = self._episode.pending_error
         return observation, info
@@ -344,15 +366,21 @@ class AsyncMuaEnv:
         observation = []
         for call in message.tool_calls or []:
             self._episode.tool_calls += 1
+            charged = True  # the agent's own error, if it is one (not a service fault a perturbation made)
             if call.function.name == MALFORMED:
                 result = ToolResult.failure(
                     f"malformed tool call ({malformed_reason(call.function.arguments)}); expected a JSON object "
                     "with 'name' and 'arguments', got: " + call.function.arguments[:300])
+            elif self.perturbations is not None and (answered := self._perturbed_call(call)) is not None:
+                result, charged = answered
             elif self.offered_tools is not None and call.function.name not in self.offered_tools:
                 result = ToolResult.failure(f"tool '{str(call.function.name)[:200]}' is not offered in this env")
             else:
                 result = self.world.call_tool(call.function.name, call.function.arguments, "assistant")
-            if result.error:
+                if self.perturbations is not None and not result.error:
+                    result = ToolResult(content=self.perturbations.tool_result(
+                        self._call_view(call), result.content))
+            if result.error and charged:
                 self._episode.tool_errors += 1
             reply = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
                                                 error=result.error, requestor="assistant")
@@ -362,6 +390,26 @@ class AsyncMuaEnv:
                 self._episode.end(True, "agent_stop")
                 break
         return observation
+
+    def _call_view(self, call: Any) -> Call:
+        """``call`` as a perturbation reads it: parsed arguments, the tool's kind (None for no such tool)."""
+        try:
+            arguments = loads(call.function.arguments)
+        except JSONError:
+            arguments = call.function.arguments
+        found = self.domain.toolkit(self.source).tools.get(call.function.name)
+        if self.offered_tools is not None and call.function.name not in self.offered_tools:
+            found = None
+        return Call(call.function.name, arguments, None if found is None else found.kind, self._episode.turns)
+
+    def _perturbed_call(self, call: Any) -> tuple[ToolResult, bool] | None:
+        """The answer a perturbation gives ``call`` instead of the world, and whether it is the agent's error."""
+        assert self.perturbations is not None
+        answered = self.perturbations.intercept(self._call_view(call))
+        if answered is None:
+            return None
+        result, family = answered
+        return result, family != "transition"
 
     async def _user_turn(self, message: AssistantMessage) -> list[dict[str, Any]]:
         assert self.world is not None
@@ -381,13 +429,17 @@ class AsyncMuaEnv:
             self._episode.pending_error = f"{type(exc).__name__}: {exc}"
             return []
         self._user_view.append(said)
-        self._entries.append((said, False, True))
+        if self.perturbations is not None:
+            self._entries.append((UserMessage(content=clean_text(self.perturbations.user_text(said.content))),
+                                  False, True))
+        else:
+            self._entries.append((said, False, True))
         token = next((t for t in STOP_TOKENS if t in said.content), None)
         if reply.walked_away:
             self._episode.end(True, "user_walked_away")
         elif token is not None:
             self._episode.end(True, TERMINATION_REASONS[token])
-        return [to_openai(said)]
+        return [to_openai(self._entries[-1][0])]
 
     def _run_user_tools(self, reply: UserReply) -> None:
         assert self.world is not None
@@ -461,6 +513,11 @@ class AsyncMuaEnv:
             info["reward_info"] = episode.reward_info  # type: ignore[typeddict-item]  # (RewardInfoDict, as JSON)
         if episode.pending_error is not None:
             info["user_error"] = episode.pending_error
+        if self.perturbations is not None and self._perturbation_record is not None:
+            events = self.perturbations.take_events()
+            if events:
+                self._perturbation_record["events"] += events
+                info["perturbation_events"] = events
         return info
 
     # -- records -----------------------------------------------------------------------------------
@@ -478,18 +535,24 @@ class AsyncMuaEnv:
         episode = self._episode
         return Trajectory(
             task_id=self.task.id, domain=self.domain.name, seed=self._seed, user=self.user.name,
-            tools=self.tool_schemas,
+            tools=self._episode_tools,
             entries=[TrajectoryEntry(message=m, trainable=t, visible_to_agent=v) for m, t, v in self._entries],
             reward=episode.reward, reward_info=episode.reward_info, terminated=episode.terminated,
             truncated=episode.truncated, termination_reason=episode.reason, turns=episode.turns,
             tool_calls=episode.tool_calls, tool_errors=episode.tool_errors, user_tool_calls=episode.user_tool_calls,
-            usage=dict(episode.usage),
+            usage=dict(episode.usage), perturbations=self._perturbation_record,
         )
 
     @property
     def policy(self) -> str:
         """The policy text every episode's system message holds: the domain's, or the ``policy=`` given."""
         return self._policy
+
+    @property
+    def episode_tools(self) -> list[dict[str, Any]]:
+        """The agent's tool schemas in the running episode: ``tool_schemas``, or as an action perturbation made
+        them (``info["tools"]`` of its reset)."""
+        return self._episode_tools
 
     @property
     def done(self) -> bool:

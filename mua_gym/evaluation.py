@@ -42,7 +42,7 @@ LOCK = ".lock"
 
 
 class EvalConfig(BaseModel):
-    """What to run. ``agent``: ``oracle``, ``fair``, ``random`` or ``litellm:<model>`` (``agent_kwargs`` go to
+    """What to run. ``agent``: ``oracle``, ``fair``, ``fair-retry``, ``random`` or ``litellm:<model>`` (``agent_kwargs`` go to
     litellm); ``user``: a user spec (the domain's default if None). Tasks: ``task_ids`` if given, else the
     split's first ``num_tasks`` (all if None), per env."""
 
@@ -65,13 +65,16 @@ class EvalConfig(BaseModel):
     #: the only agent tools offered (the run then plays only tasks those tools solve).
     policy: str | None = None
     tools: list[str] | None = None
+    #: Perturbations of every episode (:mod:`mua_gym.perturbations`), as a ``+``-joined spec; None: none.
+    perturb: str | None = None
 
     def env_kwargs(self) -> dict[str, Any]:
         """The :func:`mua_gym.make_async` keywords of each env of the run."""
         from mua_gym import make_kwargs
 
         return make_kwargs(split=self.split, max_turns=self.max_turns, user=self.user, user_kwargs=self.user_kwargs,
-                           world=self.world, world_params=self.world_params, policy=self.policy, tools=self.tools)
+                           world=self.world, world_params=self.world_params, policy=self.policy, tools=self.tools,
+                           perturb=self.perturb)
 
     def run_key(self) -> dict[str, Any]:
         """What must match for a folder's episodes to be this run's, as ``run.json`` records it: concurrency may

@@ -32,6 +32,9 @@ class ResetInfo(TypedDict):
     max_turns: int
     #: Only where the user simulator failed to open: why. The first step then ends the episode truncated.
     user_error: NotRequired[str]
+    #: Only with ``perturb=``: what each perturbation drew for this episode (``name``, ``family``, its options
+    #: and draws).
+    perturbations: NotRequired[list[dict[str, Any]]]
 
 
 class ValidityInfo(TypedDict):
@@ -96,7 +99,7 @@ class StepInfo(TypedDict):
     turn: int
     #: The agent's tool calls so far, malformed ones included.
     tool_calls: int
-    #: Those that failed, plus actions that could not be read at all.
+    #: Those that failed, plus actions that could not be read at all (calls a transition perturbation failed aside).
     tool_errors: int
     #: Why the episode ended; None while it runs. Terminated: ``user_stop``, ``user_transfer``,
     #: ``user_out_of_scope``, ``user_walked_away``, ``agent_stop`` (a terminal tool), or the reason given to
@@ -108,3 +111,6 @@ class StepInfo(TypedDict):
     user_error: NotRequired[str]
     #: Only where the action could not be read at all, or the episode was already over: why. Nothing changed.
     error: NotRequired[str]
+    #: Only with ``perturb=``, on a step where a perturbation acted: what it did (``name``, ``turn``, ``tool``,
+    #: and ``fault`` or ``did``).
+    perturbation_events: NotRequired[list[dict[str, Any]]]

@@ -49,6 +49,8 @@ class Trajectory(BaseModel):
     tool_errors: int = 0
     user_tool_calls: int = 0
     usage: dict[str, Any] = {}
+    #: With ``perturb=``: ``{"drawn": [what each perturbation drew], "events": [what each did, by turn]}``.
+    perturbations: dict[str, Any] | None = None
 
     @property
     def task_reward(self) -> float | None:

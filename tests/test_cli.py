@@ -47,7 +47,7 @@ def api_base():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--agent", "bogus"], "unknown agent 'bogus': use oracle, fair, random or litellm:<model>"),
+    (["--agent", "bogus"], "unknown agent 'bogus': use oracle, fair, fair-retry, random or litellm:<model>"),
     (["--agent", "oracle", "--agent-arg", "api_key=1"], "the oracle agent takes no keywords (got api_key)"),
     (["--user-arg", "novalue"], "--user-arg expects KEY=VALUE, got 'novalue'"),
     (["--env", "mua/Nope-v0"], "Environment `Nope` doesn't exist"),
@@ -126,4 +126,4 @@ def test_console_script_exit_status_and_environment_key_redaction(api_base):
     bad = subprocess.run([sys.executable, "-m", "mua_gym.cli", "run", "--agent", "nope"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr == "mua-gym: error: unknown agent 'nope': use oracle, fair, " \
-                                                 "random or litellm:<model>\n"
+                                                 "fair-retry, random or litellm:<model>\n"

@@ -159,7 +159,7 @@ class MuaHarness(vf.Harness[MuaHarnessConfig]):
             async with httpx.AsyncClient(headers={"Authorization": f"Bearer {secret}"},
                                          timeout=httpx.Timeout(None, connect=10.0)) as client:
                 while not env.done:
-                    reply = await _complete(client, url, ctx.model, messages, env.tool_schemas)
+                    reply = await _complete(client, url, ctx.model, messages, env.episode_tools)
                     messages.append(reply)
                     if not reply.get("tool_calls"):
                         break

@@ -1,0 +1,222 @@
+"""Observation perturbations: noisy user text, paraphrased user turns, reordered and renamed result fields.
+
+None of them touches a value the task needs: a word the user's facts hold (a name, an email, an id, a zip), a
+word with a digit or a symbol, or a capitalised word is never misspelt or recased, and result values are never
+changed (only the order and spelling of the keys around them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+from mua_gym.jsonsafe import JSONError, loads
+from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbation, chance, register_perturbation
+
+__all__ = ["Paraphrase", "ResultFields", "Typos", "protected_words"]
+
+_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
+#: A whitespace-delimited token that is one plain word in punctuation ("order,", "(please)"); a token with
+#: anything else in it (an email, an id, a date) is never a word to misspell.
+_TOKEN_WORD = re.compile(r"(?<!\S)([(\"']?)([a-z]+)([.,!?;:)\"']*)(?!\S)")
+_KEYBOARD_NEIGHBOURS = {
+    "a": "qsz", "b": "vgn", "c": "xdv", "d": "sfe", "e": "wrd", "f": "dgr", "g": "fht", "h": "gjy", "i": "uok",
+    "j": "hku", "k": "jli", "l": "kop", "m": "nj", "n": "bmh", "o": "ipl", "p": "ol", "q": "wa", "r": "etf",
+    "s": "adw", "t": "ryg", "u": "yij", "v": "cbf", "w": "qes", "x": "zcs", "y": "tuh", "z": "xa",
+}
+
+
+def protected_words(facts: EpisodeFacts) -> frozenset[str]:
+    """The lower-case words of every value the user's scenario holds (its request's own wording aside)."""
+    scenario = facts.task.user_scenario
+    words: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            words.update(w.lower() for w in _WORD.findall(value))
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                if key not in ("says", "category"):
+                    walk(inner)
+        elif isinstance(value, (list, tuple)):
+            for inner in value:
+                walk(inner)
+
+    walk(scenario.facts)
+    walk(scenario.intents)
+    walk(scenario.known_info or "")
+    return frozenset(words)
+
+
+def _may_change(word: str, protected: frozenset[str]) -> bool:
+    return len(word) >= 3 and word.islower() and word.isalpha() and word not in protected
+
+
+def _misspell(word: str, rng: np.random.Generator) -> str:
+    at = int(rng.integers(len(word) - 1))
+    kind = int(rng.integers(4))
+    if kind == 0:  # two letters swapped
+        return word[:at] + word[at + 1] + word[at] + word[at + 2:]
+    if kind == 1:  # a letter dropped
+        return word[:at] + word[at + 1:]
+    if kind == 2:  # a letter doubled
+        return word[:at] + word[at] + word[at:]
+    near = _KEYBOARD_NEIGHBOURS.get(word[at], word[at])  # a neighbouring key hit
+    return word[:at] + near[int(rng.integers(len(near)))] + word[at + 1:]
+
+
+@register_perturbation
+class Typos(Perturbation):
+    """Misspells and recases some of the user's ordinary words (``rate``: the share of them, about).
+
+    Each episode draws its own rate up to ``rate``; each user message its own words. Casing noise writes a word
+    in capitals or with a capital first letter.
+    """
+
+    name = "typos"
+    family = "observation"
+
+    def __init__(self, rate: float = 0.1, casing: float = 0.3) -> None:
+        self.rate, self.casing = chance("rate", rate), chance("casing", casing)
+        super().__init__(rate=self.rate, casing=self.casing)
+        self._rng = np.random.default_rng(0)
+        self._protected: frozenset[str] = frozenset()
+        self._episode_rate = 0.0
+
+    def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
+        self._rng = rng
+        self._protected = protected_words(facts)
+        self._episode_rate = float(rng.uniform(self.rate / 2, self.rate))
+        return {"episode_rate": round(self._episode_rate, 4)}
+
+    def user_text(self, text: str) -> str:
+        rng, protected = self._rng, self._protected
+
+        def change(match: re.Match[str]) -> str:
+            lead, word, trail = match.group(1), match.group(2), match.group(3)
+            if not _may_change(word, protected) or rng.random() >= self._episode_rate:
+                return match.group(0)
+            if rng.random() < self.casing:
+                word = word.upper() if rng.random() < 0.5 else word.capitalize()
+            else:
+                word = _misspell(word, rng)
+            return lead + word + trail
+
+        return _TOKEN_WORD.sub(change, text)
+
+
+#: Phrases the simulated users say, each with ways to say it otherwise (matched case-sensitively, whole).
+_PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Yes, please go ahead.", ("Yes, go ahead.", "Sure, please do that.", "Yes please, proceed.", "Okay, do it.")),
+    ("No, please don't do that.", ("No, I don't want that.", "No thanks, please don't.", "No, leave it as it is.")),
+    ("What exactly will you do? Please tell me the details first.",
+     ("Before I say yes, what exactly are you going to do?", "Can you tell me the details first?")),
+    ("I'm not sure; I've told you what I know.", ("I don't know more than I told you.", "Sorry, that's all I know.")),
+    ("Thank you.", ("Thanks.", "Thanks a lot.", "Great, thank you.")),
+    ("One more thing:", ("Also,", "Another thing:", "Oh, and one more:")),
+    ("My email is", ("The email on my account is", "My email address is", "You can reach me at")),
+    ("My user id is", ("My user ID is", "The user id on my account is")),
+    ("zip code", ("zip", "postal code", "ZIP code")),
+    ("Please use", ("I'd like to use", "Let's use")),
+    ("It's order", ("That's order", "The order is")),
+    ("It's reservation", ("That's reservation", "The reservation is")),
+    ("I'd like to", ("I want to", "I would like to", "Could you")),
+    ("I want to", ("I'd like to", "I need to")),
+    ("Can you", ("Could you", "Would you")),
+    ("Hi!", ("Hello!", "Hey there!", "Good morning!")),
+    ("Hi.", ("Hello.", "Hey.")),
+)
+_FILLERS = ("Okay. ", "Well, ", "Um, ", "Right. ")
+_PHRASE = re.compile("|".join(re.escape(p) for p, _ in _PHRASES))
+_OTHER_WAYS = dict(_PHRASES)
+
+
+@register_perturbation
+class Paraphrase(Perturbation):
+    """Says the user's turns otherwise, from templates: known phrases swapped for others of the same meaning
+    (``rate``: the chance of each swap), and now and then a filler word in front (``fillers``)."""
+
+    name = "paraphrase"
+    family = "observation"
+
+    def __init__(self, rate: float = 0.7, fillers: float = 0.2) -> None:
+        self.rate, self.fillers = chance("rate", rate), chance("fillers", fillers)
+        super().__init__(rate=self.rate, fillers=self.fillers)
+        self._rng = np.random.default_rng(0)
+
+    def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
+        self._rng = rng
+        return {}
+
+    def user_text(self, text: str) -> str:
+        rng = self._rng
+
+        def swap(match: re.Match[str]) -> str:
+            if rng.random() >= self.rate:
+                return match.group(0)
+            ways = _OTHER_WAYS[match.group(0)]
+            return ways[int(rng.integers(len(ways)))]
+
+        said = _PHRASE.sub(swap, text)
+        lead = len(said) - len(said.lstrip())
+        if said.strip() and rng.random() < self.fillers:
+            said = said[:lead] + _FILLERS[int(rng.integers(len(_FILLERS)))] + said[lead:]
+        return said
+
+
+_SNAKE = re.compile(r"^[a-z]+(?:_[a-z]+)+$")  # a field name: no digit (a key with one is a value: an id)
+
+
+def _renamed(key: str, style: str) -> str:
+    if not _SNAKE.match(key):
+        return key
+    words = key.split("_")
+    if style == "camel":
+        return words[0] + "".join(w.capitalize() for w in words[1:])
+    if style == "pascal":
+        return "".join(w.capitalize() for w in words)
+    return "-".join(words)  # kebab
+
+
+@register_perturbation
+class ResultFields(Perturbation):
+    """Reorders the keys of the agent's JSON tool results (``reorder``: the chance per object) and spells field
+    names in another style for the episode (``rename``: the chance the episode renames; camelCase, PascalCase or
+    kebab-case). Values, list orders and keys that are values (an id with a digit) stay as they are."""
+
+    name = "result_fields"
+    family = "observation"
+
+    def __init__(self, reorder: float = 0.5, rename: float = 0.5) -> None:
+        self.reorder, self.rename = chance("reorder", reorder), chance("rename", rename)
+        super().__init__(reorder=self.reorder, rename=self.rename)
+        self._rng = np.random.default_rng(0)
+        self._style: str | None = None
+
+    def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
+        self._rng = rng
+        styles = ("camel", "pascal", "kebab")
+        self._style = styles[int(rng.integers(3))] if rng.random() < self.rename else None
+        return {"style": self._style}
+
+    def _change(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self._change(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        items = [(k if self._style is None else _renamed(k, self._style), self._change(v)) for k, v in value.items()]
+        if len(items) > 1 and self._rng.random() < self.reorder:
+            items = [items[i] for i in self._rng.permutation(len(items))]
+        return dict(items)
+
+    def tool_result(self, call: Call, text: str) -> str:
+        if not text.startswith(("{", "[")):
+            return text
+        try:
+            value = loads(text)
+        except JSONError:
+            return text
+        return json.dumps(self._change(value))  # (the tools' own writer's format: json.dumps's defaults)
