@@ -92,6 +92,10 @@ class OracleAgent(Agent):
 
 #: How often the ``fair-retry`` agent makes a failed call again.
 RETRIES = 8
+#: The errors a client retries: a timeout, throttling, a server error, an unreadable reply, or a service that says
+#: it did nothing.
+TRANSIENT = re.compile(r"timed out|\b429 Too Many|\b50[0-4] [A-Z]|rate limit|could not parse|"
+                       r"request was not applied|nothing was changed", re.IGNORECASE)
 #: What a fair agent writes for an argument no reward compares (a transfer summary): its own words.
 OWN_WORDS = "The customer needs help that my tools cannot give; please take over."
 
@@ -112,8 +116,10 @@ class FairAgent(OracleAgent):
     (outside ``compare_args``) it fills with its own words (:data:`OWN_WORDS`). It ends like OracleAgent, saying
     the task's communicate strings, if it has seen each (otherwise it gives up).
 
-    ``retries``: how often it makes a call again, unchanged, when the call came back as an error (for services
-    that fail now and then: :class:`mua_gym.perturbations.ToolFaults`); 0 by default.
+    ``retries``: how often it makes a call again, unchanged, when the call came back with an error a client
+    would retry (:data:`TRANSIENT`: a timeout, throttling, a 5xx, an unreadable reply, or a service saying it
+    did nothing, as :class:`mua_gym.perturbations.ToolFaults` fails calls); a domain's own refusal is final.
+    0 by default.
     """
 
     def __init__(self, task: Task, retries: int = 0) -> None:
@@ -174,8 +180,9 @@ class FairAgent(OracleAgent):
 
         reply = self._learn(observation)
         last, self._last_call = self._last_call, None
-        if last is not None and self._retried < self.retries and any(
-                m.get("role") == "tool" and str(m.get("content", "")).startswith("Error:") for m in observation):
+        error = next((str(m.get("content")) for m in observation if m.get("role") == "tool"
+                      and str(m.get("content", "")).startswith("Error:")), "")
+        if last is not None and self._retried < self.retries and TRANSIENT.search(error):
             self._retried += 1
             return self._tool_call(last["function"]["name"], last["function"]["arguments"])
         self._retried = 0

@@ -238,7 +238,7 @@ class AsyncMuaEnv:
         user_task, self._episode_tools, self._perturbation_record = task, self.tool_schemas, None
         if self.perturbations is not None:  # drawn from the user's seed: the env's own stream stays as it was
             drawn = self.perturbations.begin(user_seed, EpisodeFacts(task, prepared.gold_agent_calls,
-                                                                     self.tool_schemas))
+                                                                     self.tool_schemas, self._policy))
             self._perturbation_record = {"drawn": drawn, "events": []}
             self._episode_tools = self.perturbations.tools(self.tool_schemas)
             user_task = self.perturbations.user_task(task)
@@ -380,7 +380,9 @@ class AsyncMuaEnv:
                 if self.perturbations is not None and not result.error:
                     result = ToolResult(content=self.perturbations.tool_result(
                         self._call_view(call), result.content))
-            if result.error and charged:
+            if not charged:
+                self._episode.service_faults += 1
+            elif result.error:
                 self._episode.tool_errors += 1
             reply = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
                                                 error=result.error, requestor="assistant")
@@ -394,9 +396,10 @@ class AsyncMuaEnv:
     def _call_view(self, call: Any) -> Call:
         """``call`` as a perturbation reads it: parsed arguments, the tool's kind (None for no such tool)."""
         try:
-            arguments = loads(call.function.arguments)
+            parsed = loads(call.function.arguments)
         except JSONError:
-            arguments = call.function.arguments
+            parsed = None
+        arguments = parsed if isinstance(parsed, dict) else call.function.arguments
         found = self.domain.toolkit(self.source).tools.get(call.function.name)
         if self.offered_tools is not None and call.function.name not in self.offered_tools:
             found = None
@@ -476,7 +479,8 @@ class AsyncMuaEnv:
         """Records ``info`` and the reward mode's shaping of it as ``reward_info``; returns the shaped reward."""
         assert self.task is not None
         prepared, episode = prepare_task(self.domain, self.task), self._episode
-        shaped = shape(self.reward_mode, info, calls=episode.tool_calls, invalid_calls=episode.tool_errors,
+        calls = episode.tool_calls - episode.service_faults  # a call the service failed is not the agent's
+        shaped = shape(self.reward_mode, info, calls=calls, invalid_calls=episode.tool_errors,
                        gold_calls=prepared.gold_agent_calls, gold_invalid_calls=prepared.gold_agent_errors)
         episode.reward_info = info.model_dump(mode="json")
         episode.reward_info.update(shaped.model_dump(mode="json"))

@@ -145,6 +145,8 @@ class EpisodeState:
     tool_calls: int = 0
     tool_errors: int = 0
     user_tool_calls: int = 0
+    #: Agent calls a transition perturbation failed (never run): neither errors nor calls of the agent's own.
+    service_faults: int = 0
     usage: dict[str, float] = field(default_factory=dict)
     done: bool = False
     terminated: bool = False

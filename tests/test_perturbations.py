@@ -188,7 +188,7 @@ def test_paraphrase_swaps_known_phrases_and_keeps_a_refusal_a_refusal():
 
 def test_result_fields_keep_every_value_and_every_key_that_is_an_id():
     fields = ResultFields(reorder=1.0, rename=1.0)
-    fields.begin(np.random.default_rng(0), None)
+    fields.begin(np.random.default_rng(0), _facts(mua_gym.get_domain("retail").tasks("train")[0]))
     result = {"user_id": "ruby_phillips_8163", "payment_methods": {"credit_card_8690115": {"card_last_four": "1234"}},
               "orders": ["#W1", "#W2"], "total_amount": 12.5}
     text = fields.tool_result(None, json.dumps(result))
@@ -251,7 +251,8 @@ def test_the_gap_table_reports_a_drop_per_spec(tmp_path, capsys):
 @pytest.mark.parametrize("spec, message", [
     ("nonsense", "unknown perturbation 'nonsense'"), ("typos:rate", "not key=value"),
     ("typos:speed=3", "unexpected keyword"), ("tool_faults:rate=1", "below 1"),
-    ("tool_faults:kinds=meteor", "unknown fault kinds"), ("persona:kinds=grumpy", "unknown personas"),
+    ("tool_faults:kinds=meteor", "unknown: .'meteor'"), ("persona:kinds=grumpy", "unknown: .'grumpy'"),
+    ("persona:kinds=|", "unknown: .none named."), ("distractor_tools:count=inf", "distractor_tools"),
 ])
 def test_bad_specs_fail_at_make_with_a_clear_message(spec, message):
     with pytest.raises(ValueError, match=message):
@@ -282,3 +283,58 @@ def test_text_perturbations_take_linear_time_on_hostile_text():
         stack.user_text(hostile)
         spent.append(time.perf_counter() - started)
     assert spent[1] < 20 * spent[0] + 0.05  # 8x the text: well under the 64x a quadratic pass would take
+
+
+def test_an_env_made_from_a_stack_gets_its_own_copy():
+    stack = make_perturbations("distractor_tools")
+    one = mua_gym.make("mua/Retail-v0", user="scenario", perturb=stack)
+    two = mua_gym.make("mua/Retail-v0", user="scenario", perturb=stack)
+    assert one.unwrapped.core.perturbations is not two.unwrapped.core.perturbations
+    _, info = one.reset(seed=1)
+    two.reset(seed=2)
+    added = info["perturbations"][0]["added"][0]
+    obs, *_, step_info = one.step({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "d", "type": "function", "function": {"name": added, "arguments": "{}"}}]})
+    assert step_info["perturbation_events"][0]["did"] == "refused_distractor"
+
+
+def test_service_faults_are_not_the_agents_calls_in_the_efficiency_term():
+    clean = mua_gym.make("mua/Retail-v0", user="scenario", reward="task+efficiency")
+    faulty = mua_gym.make("mua/Retail-v0", user="scenario", reward="task+efficiency", perturb="tool_faults:rate=0.5")
+    for seed in range(8):
+        reward, info, trajectory = play(faulty, seed=seed)
+        assert reward == play(clean, seed=seed)[0] == 1.0
+        assert trajectory.tool_calls > info["reward_info"]["efficiency"]["calls"] or not \
+            trajectory.perturbations["events"]
+
+
+def test_fair_retry_retries_a_service_fault_but_not_a_domains_refusal():
+    env = mua_gym.make("mua/Retail-v0", user="scenario")
+    core = env.unwrapped.core
+    _, info = env.reset(seed=0)
+    agent = FairAgent(core.task, retries=3)
+    agent.reset(info)
+    agent._last_call = {"function": {"name": "get_order_details", "arguments": '{"order_id": "#W0"}'}}
+    retried = agent.act([{"role": "tool", "content": "Error: 503 Service Unavailable: the server could not handle "
+                                                     "the request (trace 00ff)"}])
+    assert retried["tool_calls"][0]["function"]["name"] == "get_order_details"
+    agent._last_call = {"function": {"name": "get_order_details", "arguments": '{"order_id": "#W0"}'}}
+    moved_on = agent.act([{"role": "tool", "content": "Error: order not found"}])
+    assert agent._retried == 0 and moved_on != retried
+
+
+def test_result_fields_leave_keys_the_agent_sends_back_and_keep_the_tools_format():
+    fields = ResultFields(reorder=0.0, rename=1.0)
+    schemas = [{"type": "function", "function": {"name": "search", "parameters": {"properties": {
+        "cabin": {"type": "string", "enum": ["basic_economy", "economy"]}}}}}]
+    task = mua_gym.get_domain("retail").tasks("train")[0]
+    fields.begin(np.random.default_rng(0), EpisodeFacts(task, 1, schemas, "Use the flight_number the user gives."))
+    result = {"available_seats": {"basic_economy": 3, "economy": 5}, "flight_number": "HAT001", "total_price": 5}
+    assert fields._style is not None
+    changed = json.loads(fields.tool_result(None, json.dumps(result)))
+    assert "basic_economy" in json.dumps(changed) and "flight_number" in changed
+    assert "total_price" not in changed and "available_seats" not in changed
+    compact = '{"name":"José","unit_price":1}'
+    assert fields.tool_result(None, compact).startswith('{"name":"José",')
+    deep = "[" * 5000 + "]" * 5000
+    assert fields.tool_result(None, deep) == deep

@@ -48,7 +48,8 @@ _TOKEN = re.compile(r"###[A-Z-]+###")
 @dataclass(frozen=True)
 class Call:
     """One agent tool call as a perturbation sees it: its name, its parsed arguments (a dict, or the raw string
-    when it is not a JSON object) and the tool's kind (``read``, ``write``, ``generic``; None: no such tool)."""
+    when they are not a JSON object), the tool's kind (``read``, ``write``, ``generic``; None: no such tool
+    offered) and the agent turn it was made in."""
 
     name: str
     arguments: dict[str, Any] | str
@@ -59,12 +60,13 @@ class Call:
 @dataclass(frozen=True)
 class EpisodeFacts:
     """What a perturbation may read about the episode when it draws: the task (for what must stay solvable), how
-    many calls its gold agent makes, and the tools the agent is offered."""
+    many calls its gold agent makes, the tools the agent is offered and the policy it is given."""
 
     task: "Task"
     gold_agent_calls: int
     #: The agent's tool schemas before any perturbation (shared: copy before changing one).
     tool_schemas: list[dict[str, Any]] = field(default_factory=list)
+    policy: str = ""
 
 
 class Perturbation:
@@ -176,7 +178,7 @@ def _parse_one(spec: str) -> list[Perturbation]:
         options[key.strip()] = _value(text.strip())
     try:
         return [kind(**options)]
-    except TypeError as exc:
+    except (TypeError, OverflowError) as exc:  # an unknown option, a count of inf
         raise ValueError(f"perturbation {spec!r}: {exc}") from None
 
 
@@ -184,8 +186,10 @@ def make_perturbations(spec: "PerturbSpec") -> "Perturbations | None":
     """A stack from a spec: None (no perturbation), a :class:`Perturbation`, a string of ``+``-joined specs
     (``"typos+tool_faults:rate=0.3"``; a family's name means all of its perturbations), or a list of either.
     Raises ValueError naming the known perturbations for an unknown name or a bad option."""
-    if spec is None or isinstance(spec, Perturbations):
-        return spec
+    if spec is None:
+        return None
+    if isinstance(spec, Perturbations):  # a copy: an env's perturbations keep that env's episode
+        return Perturbations(spec.items)
     items = [spec] if isinstance(spec, (str, Perturbation)) else list(spec)
     stack: list[Perturbation] = []
     for item in items:
@@ -199,8 +203,8 @@ def make_perturbations(spec: "PerturbSpec") -> "Perturbations | None":
 
 
 class Perturbations:
-    """The perturbations of one env, applied in order; each draws from its own stream of the episode's seed, so
-    adding one to a stack leaves what the others draw unchanged."""
+    """The perturbations of one env, applied in order; each draws from its own stream of the episode's seed (keyed
+    by its place in the stack), so adding one at the end of a stack leaves what the others draw unchanged."""
 
     def __init__(self, items: Sequence[Perturbation]) -> None:
         self.items = [copy.deepcopy(item) for item in items]  # an env's own: they keep an episode's draws

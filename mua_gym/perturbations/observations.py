@@ -185,7 +185,8 @@ def _renamed(key: str, style: str) -> str:
 class ResultFields(Perturbation):
     """Reorders the keys of the agent's JSON tool results (``reorder``: the chance per object) and spells field
     names in another style for the episode (``rename``: the chance the episode renames; camelCase, PascalCase or
-    kebab-case). Values, list orders and keys that are values (an id with a digit) stay as they are."""
+    kebab-case). Values and list orders stay, and so do keys that are values: one with a digit (an id), and one
+    the agent may have to send back (a word of the policy or of a tool schema's ``enum``, as airline's cabins)."""
 
     name = "result_fields"
     family = "observation"
@@ -195,11 +196,14 @@ class ResultFields(Perturbation):
         super().__init__(reorder=self.reorder, rename=self.rename)
         self._rng = np.random.default_rng(0)
         self._style: str | None = None
+        self._kept: frozenset[str] = frozenset()
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
         self._rng = rng
         styles = ("camel", "pascal", "kebab")
         self._style = styles[int(rng.integers(3))] if rng.random() < self.rename else None
+        if self._style is not None:
+            self._kept = frozenset(_WORD_OR_FIELD.findall(facts.policy)) | _enum_words(facts.tool_schemas)
         return {"style": self._style}
 
     def _change(self, value: Any) -> Any:
@@ -207,7 +211,12 @@ class ResultFields(Perturbation):
             return [self._change(v) for v in value]
         if not isinstance(value, dict):
             return value
-        items = [(k if self._style is None else _renamed(k, self._style), self._change(v)) for k, v in value.items()]
+        items = []
+        for key, inner in value.items():
+            if self._style is not None and key not in self._kept:
+                renamed = _renamed(key, self._style)
+                key = key if renamed in value else renamed  # never two keys made one
+            items.append((key, self._change(inner)))
         if len(items) > 1 and self._rng.random() < self.reorder:
             items = [items[i] for i in self._rng.permutation(len(items))]
         return dict(items)
@@ -216,7 +225,31 @@ class ResultFields(Perturbation):
         if not text.startswith(("{", "[")):
             return text
         try:
-            value = loads(text)
-        except JSONError:
+            changed = self._change(loads(text))
+        except (JSONError, RecursionError):  # not JSON, or nested deeper than a rewrite may go: left as it is
             return text
-        return json.dumps(self._change(value))  # (the tools' own writer's format: json.dumps's defaults)
+        # written as the tool wrote it: json.dumps's spacing, or pydantic's compact UTF-8
+        spaced = '": ' in text or '":' not in text
+        return json.dumps(changed, ensure_ascii=text.isascii(), separators=(", ", ": ") if spaced else (",", ":"))
+
+
+_WORD_OR_FIELD = re.compile(r"[a-z]+(?:_[a-z]+)+")
+
+
+def _enum_words(schemas: list[dict[str, Any]]) -> frozenset[str]:
+    """Every string of every ``enum`` in ``schemas``."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key == "enum" and isinstance(inner, list):
+                    found.update(v for v in inner if isinstance(v, str))
+                else:
+                    walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(schemas)
+    return frozenset(found)

@@ -42,10 +42,10 @@ class ToolFaults(Perturbation):
                  tools: list[str] | str | None = None) -> None:
         if not 0 <= rate < 1:
             raise ValueError("rate is a chance, at least 0 and below 1 (at 1 no call could ever run)")
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds or FAULTS)
+        kinds = list(FAULTS) if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
         unknown = sorted(set(kinds) - set(FAULTS))
         if unknown or not kinds:
-            raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(FAULTS)}")
+            raise ValueError(f"kinds must name some of {', '.join(FAULTS)}; unknown: {unknown or '(none named)'}")
         self.rate, self.kinds = float(rate), kinds
         self.only = None if tools is None else frozenset([tools] if isinstance(tools, str) else tools)
         only = {} if self.only is None else {"tools": sorted(self.only)}

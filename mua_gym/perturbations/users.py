@@ -34,16 +34,18 @@ class OffScriptPersona(Perturbation):
     """Plays each episode's user as one of ``kinds`` (drawn per episode): ``impatient`` (terse, hurries the
     agent, less patience), ``vague`` (says as little as it can up front and hedges), ``changes_mind`` (opens
     with another request and takes it back in the same message). The persona reaches any user simulator
-    through the task it plays (LLM users read it as instructions); the wording reaches the agent's view."""
+    through the task it plays (LLM users read it as instructions), in place of any persona the simulator would
+    have used or drawn; the wording reaches the agent's view. ``rate``: the chance that an impatient or vague
+    user's message shows it in words (a mind-changing user always opens with the other request)."""
 
     name = "persona"
     family = "user"
 
     def __init__(self, kinds: list[str] | str | None = None, rate: float = 0.5) -> None:
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds or PERSONAS)
+        kinds = list(PERSONAS) if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
         unknown = sorted(set(kinds) - set(PERSONAS))
         if unknown or not kinds:
-            raise ValueError(f"unknown personas {unknown}; known: {', '.join(PERSONAS)}")
+            raise ValueError(f"kinds must name some of {', '.join(PERSONAS)}; unknown: {unknown or '(none named)'}")
         self.kinds, self.rate = kinds, chance("rate", rate)
         super().__init__(kinds=list(kinds), rate=self.rate)
         self._rng = np.random.default_rng(0)
