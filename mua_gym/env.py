@@ -247,8 +247,7 @@ class AsyncMuaEnv:
             self._add_usage(reply)
             opening = UserMessage(content=clean_text(reply.content))
             self._user_view.append(opening)
-            if self.perturbations is not None:
-                opening = UserMessage(content=clean_text(self.perturbations.user_text(opening.content)))
+            opening = self._as_agent_sees(opening)
             self._entries.append((opening, False, True))
             observation.append(to_openai(opening))
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
@@ -367,19 +366,19 @@ class AsyncMuaEnv:
         for call in message.tool_calls or []:
             self._episode.tool_calls += 1
             charged = True  # the agent's own error, if it is one (not a service fault a perturbation made)
+            view = None if self.perturbations is None or call.function.name == MALFORMED else self._call_view(call)
             if call.function.name == MALFORMED:
                 result = ToolResult.failure(
                     f"malformed tool call ({malformed_reason(call.function.arguments)}); expected a JSON object "
                     "with 'name' and 'arguments', got: " + call.function.arguments[:300])
-            elif self.perturbations is not None and (answered := self._perturbed_call(call)) is not None:
+            elif view is not None and (answered := self._perturbed_call(view)) is not None:
                 result, charged = answered
             elif self.offered_tools is not None and call.function.name not in self.offered_tools:
                 result = ToolResult.failure(f"tool '{str(call.function.name)[:200]}' is not offered in this env")
             else:
                 result = self.world.call_tool(call.function.name, call.function.arguments, "assistant")
-                if self.perturbations is not None and not result.error:
-                    result = ToolResult(content=self.perturbations.tool_result(
-                        self._call_view(call), result.content))
+                if view is not None and not result.error:
+                    result = ToolResult(content=self.perturbations.tool_result(view, result.content))
             if not charged:
                 self._episode.service_faults += 1
             elif result.error:
@@ -405,14 +404,21 @@ class AsyncMuaEnv:
             found = None
         return Call(call.function.name, arguments, None if found is None else found.kind, self._episode.turns)
 
-    def _perturbed_call(self, call: Any) -> tuple[ToolResult, bool] | None:
+    def _perturbed_call(self, call: Call) -> tuple[ToolResult, bool] | None:
         """The answer a perturbation gives ``call`` instead of the world, and whether it is the agent's error."""
         assert self.perturbations is not None
-        answered = self.perturbations.intercept(self._call_view(call))
+        answered = self.perturbations.intercept(call)
         if answered is None:
             return None
         result, family = answered
         return result, family != "transition"
+
+    def _as_agent_sees(self, said: UserMessage) -> UserMessage:
+        """The user's message as the agent sees it: perturbed where perturbations change user text (the user
+        simulator keeps its own words)."""
+        if self.perturbations is None:
+            return said
+        return UserMessage(content=clean_text(self.perturbations.user_text(said.content)))
 
     async def _user_turn(self, message: AssistantMessage) -> list[dict[str, Any]]:
         assert self.world is not None
@@ -432,11 +438,7 @@ class AsyncMuaEnv:
             self._episode.pending_error = f"{type(exc).__name__}: {exc}"
             return []
         self._user_view.append(said)
-        if self.perturbations is not None:
-            self._entries.append((UserMessage(content=clean_text(self.perturbations.user_text(said.content))),
-                                  False, True))
-        else:
-            self._entries.append((said, False, True))
+        self._entries.append((self._as_agent_sees(said), False, True))
         token = next((t for t in STOP_TOKENS if t in said.content), None)
         if reply.walked_away:
             self._episode.end(True, "user_walked_away")

@@ -54,6 +54,7 @@ class DistractorTools(Perturbation):
         self._refusals: dict[str, str] = {}
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
+        super().begin(rng, facts)
         taken = {_function(s).get("name") for s in facts.tool_schemas}
         self._added, self._refusals = [], {}
         order = rng.permutation(len(facts.tool_schemas)) if facts.tool_schemas else []
@@ -121,6 +122,7 @@ class ToolDescriptions(Perturbation):
         self._changed: dict[str, dict[str, Any]] = {}
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
+        super().begin(rng, facts)
         schemas = facts.tool_schemas
         descriptions = [_function(s).get("description", "") for s in schemas]
         self._changed = {}
@@ -164,6 +166,7 @@ class CostNotes(Perturbation):
         self._notes: dict[str, str] = {}
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
+        super().begin(rng, facts)
         self._notes = {}
         for schema in facts.tool_schemas:
             if rng.random() < self.rate:

@@ -82,13 +82,17 @@ class Perturbation:
     def __init__(self, **options: Any) -> None:
         self._options = options
         self._events: list[dict[str, Any]] = []
+        #: The episode's generator (set by :meth:`begin`): every later draw of the episode comes from it.
+        self.rng = np.random.default_rng(0)
 
     def options(self) -> dict[str, Any]:
         """The options it was made with (recorded with each episode)."""
         return dict(self._options)
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
-        """Draws this episode's parameters from ``rng``; returns them as JSON-able values (the record)."""
+        """Keeps ``rng`` as the episode's generator and draws this episode's parameters from it; returns them as
+        JSON-able values (the record). An override calls this first."""
+        self.rng = rng
         return {}
 
     def event(self, what: dict[str, Any]) -> None:

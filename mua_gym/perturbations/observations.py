@@ -82,18 +82,17 @@ class Typos(Perturbation):
     def __init__(self, rate: float = 0.1, casing: float = 0.3) -> None:
         self.rate, self.casing = chance("rate", rate), chance("casing", casing)
         super().__init__(rate=self.rate, casing=self.casing)
-        self._rng = np.random.default_rng(0)
         self._protected: frozenset[str] = frozenset()
         self._episode_rate = 0.0
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
-        self._rng = rng
+        super().begin(rng, facts)
         self._protected = protected_words(facts)
         self._episode_rate = float(rng.uniform(self.rate / 2, self.rate))
         return {"episode_rate": round(self._episode_rate, 4)}
 
     def user_text(self, text: str) -> str:
-        rng, protected = self._rng, self._protected
+        rng, protected = self.rng, self._protected
 
         def change(match: re.Match[str]) -> str:
             lead, word, trail = match.group(1), match.group(2), match.group(3)
@@ -145,14 +144,9 @@ class Paraphrase(Perturbation):
     def __init__(self, rate: float = 0.7, fillers: float = 0.2) -> None:
         self.rate, self.fillers = chance("rate", rate), chance("fillers", fillers)
         super().__init__(rate=self.rate, fillers=self.fillers)
-        self._rng = np.random.default_rng(0)
-
-    def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
-        self._rng = rng
-        return {}
 
     def user_text(self, text: str) -> str:
-        rng = self._rng
+        rng = self.rng
 
         def swap(match: re.Match[str]) -> str:
             if rng.random() >= self.rate:
@@ -194,12 +188,11 @@ class ResultFields(Perturbation):
     def __init__(self, reorder: float = 0.5, rename: float = 0.5) -> None:
         self.reorder, self.rename = chance("reorder", reorder), chance("rename", rename)
         super().__init__(reorder=self.reorder, rename=self.rename)
-        self._rng = np.random.default_rng(0)
         self._style: str | None = None
         self._kept: frozenset[str] = frozenset()
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
-        self._rng = rng
+        super().begin(rng, facts)
         styles = ("camel", "pascal", "kebab")
         self._style = styles[int(rng.integers(3))] if rng.random() < self.rename else None
         if self._style is not None:
@@ -217,8 +210,8 @@ class ResultFields(Perturbation):
                 renamed = _renamed(key, self._style)
                 key = key if renamed in value else renamed  # never two keys made one
             items.append((key, self._change(inner)))
-        if len(items) > 1 and self._rng.random() < self.reorder:
-            items = [items[i] for i in self._rng.permutation(len(items))]
+        if len(items) > 1 and self.rng.random() < self.reorder:
+            items = [items[i] for i in self.rng.permutation(len(items))]
         return dict(items)
 
     def tool_result(self, call: Call, text: str) -> str:

@@ -50,16 +50,11 @@ class ToolFaults(Perturbation):
         self.only = None if tools is None else frozenset([tools] if isinstance(tools, str) else tools)
         only = {} if self.only is None else {"tools": sorted(self.only)}
         super().__init__(rate=self.rate, kinds=list(kinds), **only)
-        self._rng = np.random.default_rng(0)
-
-    def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
-        self._rng = rng
-        return {}
 
     def intercept(self, call: Call) -> ToolResult | None:
         if call.kind is None or (self.only is not None and call.name not in self.only):
             return None  # an unknown tool's call is the agent's own error, not the service's
-        rng = self._rng
+        rng = self.rng
         if rng.random() >= self.rate:
             return None
         kind = self.kinds[int(rng.integers(len(self.kinds)))]

@@ -48,14 +48,13 @@ class OffScriptPersona(Perturbation):
             raise ValueError(f"kinds must name some of {', '.join(PERSONAS)}; unknown: {unknown or '(none named)'}")
         self.kinds, self.rate = kinds, chance("rate", rate)
         super().__init__(kinds=list(kinds), rate=self.rate)
-        self._rng = np.random.default_rng(0)
         self._kind = PERSONAS[0]
         self._patience = 20
         self._opened = False
         self._opening = ""
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
-        self._rng = rng
+        super().begin(rng, facts)
         self._kind = self.kinds[int(rng.integers(len(self.kinds)))]
         own = facts.task.user_scenario.persona or Persona()
         self._patience = own.patience
@@ -84,11 +83,11 @@ class OffScriptPersona(Perturbation):
         opening, self._opened = not self._opened, True
         if self._kind == "changes_mind":
             return self._opening + text.lstrip() if opening else text
-        if self._rng.random() >= self.rate:
+        if self.rng.random() >= self.rate:
             return text
         if self._kind == "impatient":
-            return text.rstrip() + _HURRY[int(self._rng.integers(len(_HURRY)))]
+            return text.rstrip() + _HURRY[int(self.rng.integers(len(_HURRY)))]
         lead = text.lstrip()
         if not lead or lead.lower().startswith(("yes", "no")):  # a hedged answer to "shall I?" would be no answer
             return text
-        return _HEDGES[int(self._rng.integers(len(_HEDGES)))] + lead
+        return _HEDGES[int(self.rng.integers(len(_HEDGES)))] + lead
