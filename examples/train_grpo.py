@@ -20,8 +20,10 @@ as the env paid it and as TRL logged it, the rollouts' task success, the share o
 equal (no advantage: nothing to learn from) and of all-failed and all-solved groups, turns, tool errors,
 loss, and TRL's clipped ratio: rollouts cut inside a model turn; TRL also counts tool results against
 ``--max-completion-length`` and ends a rollout whose results overflow it, which that ratio does not show),
-``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before and after GRPO, the
-difference and its 95% bootstrap interval, the warm-up's losses, steps, rollouts, wall time).
+``rollouts.jsonl`` (each rollout as it ends: its task, reward, success, turns, calls, tool errors, how it ended,
+and seconds since GRPO began), ``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before
+and after GRPO, the difference and its 95% bootstrap interval, the warm-up's losses, steps, rollouts, wall
+time).
 ``--max-train-minutes M`` ends GRPO after the step that passes M minutes and still evaluates after it (the
 summary records the steps done, the steps planned and ``stopped_by_time``), so a run fits a fixed session.
 """
@@ -84,6 +86,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the rollouts")
     p.add_argument("--eval-temperature", type=float, default=0.0, help="of the held-out evaluation (0: greedy)")
     p.add_argument("--max-completion-length", type=int, default=1024)
+    p.add_argument("--max-new-tokens", type=int, default=0,
+                   help="tokens per model reply, in training and evaluation alike (0: up to what is left of "
+                        "--max-completion-length). TRL generates a batch until its longest reply ends, so one "
+                        "reply that never ends its turn makes every round of the step that long")
     p.add_argument("--max-tool-calls", type=int, default=12, help="tool-calling iterations per rollout")
     p.add_argument("--max-turns", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
@@ -155,7 +161,7 @@ def held_out(args: argparse.Namespace, model: Any, tokenizer: Any, label: str, i
 
     keywords = curriculum(args)
     settings = {"max_completion_length": args.max_completion_length, "temperature": args.eval_temperature,
-                "max_tool_calling_iterations": args.max_tool_calls}
+                "max_tool_calling_iterations": args.max_tool_calls, "max_new_tokens": args.max_new_tokens or None}
     config = EvalConfig(env_ids=[args.env], agent=f"{label}:{'tiny' if args.tiny else args.model}",
                         agent_kwargs=settings,  # recorded in run.json: what played the model
                         split=args.eval_split, task_ids=ids, trials=args.eval_trials, concurrency=1, seed=args.seed,
@@ -167,13 +173,23 @@ def held_out(args: argparse.Namespace, model: Any, tokenizer: Any, label: str, i
 
 def fits_the_loop(args: argparse.Namespace, tokenizer: Any, row: dict[str, Any]) -> bool:
     """Whether GRPO's loop could play ``row`` to its end: its completion (every token after the first prompt, tool
-    results included, as TRL counts them) within ``--max-completion-length`` and its rounds of calls within
-    ``--max-tool-calls``."""
+    results included, as TRL counts them) within ``--max-completion-length``, its rounds of calls within
+    ``--max-tool-calls`` and each reply within ``--max-new-tokens``."""
     tools = json.loads(row["tools"])
     render = tokenizer.apply_chat_template
     whole = render(row["messages"], tools=tools, tokenize=True, return_dict=False)
     prompt = render(row["messages"][:2], tools=tools, tokenize=True, add_generation_prompt=True, return_dict=False)
     rounds = sum(bool(m.get("tool_calls")) for m in row["messages"])
+    if args.max_new_tokens:
+        longest = 0
+        for end, message in enumerate(row["messages"]):
+            if message["role"] == "assistant" and end >= 2:  # a reply's tokens: the conversation with it, less without
+                upto = render(row["messages"][:end], tools=tools, tokenize=True, add_generation_prompt=True,
+                              return_dict=False)
+                longest = max(longest, len(render(row["messages"][:end + 1], tools=tools, tokenize=True,
+                                                  return_dict=False)) - len(upto))
+        if longest > args.max_new_tokens:
+            return False
     return len(whole) - len(prompt) <= args.max_completion_length and rounds <= args.max_tool_calls
 
 
@@ -192,8 +208,8 @@ def warm_up(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: lis
     rows = [row for row in solved if fits_the_loop(args, tokenizer, row)]  # what GRPO's loop would not cut
     if not rows:
         raise SystemExit(f"no demonstration: the fair agent solved {len(solved)} of the {len(tasks)} warm-up tasks, "
-                         f"and none fits --max-completion-length {args.max_completion_length} and "
-                         f"--max-tool-calls {args.max_tool_calls}")
+                         f"and none fits --max-completion-length {args.max_completion_length}, "
+                         f"--max-tool-calls {args.max_tool_calls} and --max-new-tokens {args.max_new_tokens or 'none'}")
     with open(out / "warmup-sft.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(row) + "\n" for row in rows)
     data = datasets.load_dataset("json", data_files=str(out / "warmup-sft.jsonl"), split="train",
@@ -211,11 +227,14 @@ def warm_up(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: lis
 
 
 class Rollouts:
-    """What each rollout ended with, noted by the env class (TRL builds one instance per concurrent rollout)."""
+    """What each rollout ended with, noted by the env class (TRL builds one instance per concurrent rollout), and
+    appended to ``rollouts.jsonl`` as it ends: a step that runs long shows what its rollouts do before it ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path | None = None) -> None:
         self.rows: list[dict[str, Any]] = []
         self.logged = 0
+        self.path = path
+        self.started = time.perf_counter()
 
     def recording(self, factory: type) -> type:
         rollouts = self
@@ -224,8 +243,13 @@ class Rollouts:
             def get_reward(self) -> float:
                 reward = super().get_reward()
                 t = self.env.trajectory()
-                rollouts.rows.append({"task_id": t.task_id, "reward": reward, "success": t.task_reward == 1.0,
-                                      "turns": t.turns, "tool_calls": t.tool_calls, "tool_errors": t.tool_errors})
+                row = {"task_id": t.task_id, "reward": reward, "success": t.task_reward == 1.0, "turns": t.turns,
+                       "tool_calls": t.tool_calls, "tool_errors": t.tool_errors,
+                       "termination": t.termination_reason, "at_s": round(time.perf_counter() - rollouts.started, 1)}
+                rollouts.rows.append(row)
+                if rollouts.path is not None:
+                    with open(rollouts.path, "a", encoding="utf-8") as f:
+                        f.write(json.dumps(row) + "\n")
                 return reward
 
         Recorded.__name__ = Recorded.__qualname__ = factory.__name__
@@ -286,10 +310,10 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
     dataset = mua_trl.dataset(args.env, split="train", **keywords)
     keep = set(train_ids)
     dataset = dataset.filter(lambda row: row["task_id"] in keep)
-    rollouts = Rollouts()
+    out = Path(args.out)
+    rollouts = Rollouts(out / "rollouts.jsonl")
     factory = rollouts.recording(mua_trl.environment_factory(args.env, split="train", reward=args.reward, **keywords))
     curve: list[dict[str, Any]] = []
-    out = Path(args.out)
 
     class Curve(TrainerCallback):
         def on_log(self, _args: Any, state: Any, _control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
@@ -334,6 +358,7 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
         num_generations=args.num_generations, max_completion_length=args.max_completion_length,
         max_tool_calling_iterations=args.max_tool_calls, learning_rate=args.lr, beta=args.beta,
         temperature=args.temperature, logging_steps=1, report_to="none", save_strategy="no",
+        generation_kwargs={"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else None,
         use_cpu=not torch.cuda.is_available(), bf16=False, seed=args.seed, dataloader_num_workers=0)
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
                           environment_factory=factory, peft_config=peft_config, callbacks=[Curve(), TimeBox()])
@@ -354,7 +379,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # a folder left there would resume, not rerun
     for stale in ("eval-base", "eval-before", "eval-after", "trainer", "reference"):
         shutil.rmtree(out / stale, ignore_errors=True)
-    for stale in ("curve.jsonl", "curve.png", "summary.json", "warmup-sft.jsonl"):
+    for stale in ("curve.jsonl", "rollouts.jsonl", "curve.png", "summary.json", "warmup-sft.jsonl"):
         (out / stale).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -386,7 +411,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary = {
         "command": [sys.executable, *sys.argv] if argv is None else ["examples/train_grpo.py", *argv],
         "env": args.env, "difficulty": args.difficulty, "categories": args.categories, "reward": args.reward,
-        "policy_file": args.policy_file, "tools": args.tools,
+        "policy_file": args.policy_file, "tools": args.tools, "max_new_tokens": args.max_new_tokens or None,
         "model": "tiny" if args.tiny else args.model, "lora": args.lora, "seed": args.seed,
         "steps": trainer.state.global_step, "steps_planned": args.steps, "stopped_by_time": timed_out,
         "rollouts": len(rollouts.rows), "train_tasks": len(train_ids),

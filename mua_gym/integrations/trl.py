@@ -193,7 +193,8 @@ def _tools_of(instance: _MuaToolEnv) -> list[Any]:
 
 
 #: Why a :class:`PolicyAgent` ended its episode, as TRL would have ended the rollout.
-STOP_REASONS = ("no_tool_call", "max_tool_calling_iterations", "max_completion_length", "max_model_length")
+STOP_REASONS = ("no_tool_call", "max_new_tokens", "max_tool_calling_iterations", "max_completion_length",
+                "max_model_length")
 
 
 class PolicyAgent(Agent):
@@ -212,7 +213,12 @@ class PolicyAgent(Agent):
     reply are stepped one by one, in order. A call TRL answers without the env (an unknown tool, arguments that do
     not fit) is answered here the same way, with TRL's ``{"error": ...}`` text, and the model goes on.
 
-    Ending: a reply without a tool call (malformed output included: TRL's parser reads it as text), more than
+    Each reply is at most ``max_new_tokens`` tokens where that is set: the cap GRPOTrainer puts on every
+    generation when its ``generation_kwargs`` hold ``max_new_tokens`` (without it, each reply may run to what is
+    left of ``max_completion_length``).
+
+    Ending: a reply without a tool call (malformed output included: TRL's parser reads it as text; a reply cut
+    at ``max_new_tokens`` that holds no call ends with that reason instead), more than
     ``max_tool_calling_iterations`` rounds of calls, a completion past ``max_completion_length`` tokens (model
     tokens and tool results, as TRL counts them) or a sequence at the model's ``max_position_embeddings`` ends
     the episode as TRL ends the rollout: ``stopped`` becomes True, ``stop_reason`` says which (one of
@@ -231,8 +237,9 @@ class PolicyAgent(Agent):
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, max_completion_length: int = 512,
-                 max_tool_calling_iterations: int | None = None, temperature: float = 1.0, top_p: float = 1.0,
-                 top_k: int = 0, seed: int = 0, chat_template_kwargs: dict[str, Any] | None = None) -> None:
+                 max_tool_calling_iterations: int | None = None, max_new_tokens: int | None = None,
+                 temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
+                 chat_template_kwargs: dict[str, Any] | None = None) -> None:
         require("trl", "trl")
         from trl.chat_template_utils import (
             add_response_schema, get_training_chat_template, is_chat_template_prefix_preserving,
@@ -240,10 +247,13 @@ class PolicyAgent(Agent):
 
         if max_completion_length < 1:
             raise ValueError("max_completion_length must be at least 1")
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be at least 1 (or None: no cap per reply)")
         self.model = model
         self.tokenizer = tokenizer
         self.max_completion_length = max_completion_length
         self.max_tool_calling_iterations = max_tool_calling_iterations
+        self.max_new_tokens = max_new_tokens
         self.temperature, self.top_p, self.top_k = temperature, top_p, top_k
         self.seed = int(seed)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
@@ -359,7 +369,8 @@ class PolicyAgent(Agent):
         """Generates a reply to ``sequence`` within the completion budget and parses it; True where it ends the
         episode (no tool call)."""
         budget = self.max_completion_length - (len(sequence) - len(self.prompt_ids))
-        new = self._generate(sequence, budget) if budget > 0 else []
+        cap = budget if self.max_new_tokens is None else min(budget, self.max_new_tokens)
+        new = self._generate(sequence, cap) if budget > 0 else []
         self.token_ids = sequence + new
         parsed = self._parse(new, sequence) if new else {}
         if parsed:
@@ -367,7 +378,10 @@ class PolicyAgent(Agent):
         self._last_text = str(parsed.get("content") or "")
         calls = parsed.get("tool_calls")
         if not calls:
-            return self._stop("no_tool_call" if new else "max_completion_length")
+            if not new:
+                return self._stop("max_completion_length")
+            cut = len(new) == cap < budget and new[-1] not in self._eos
+            return self._stop("max_new_tokens" if cut else "no_tool_call")
         limit = self.max_tool_calling_iterations
         if limit is not None and self._rounds >= limit:  # TRL leaves the calls of the reply past its limit unrun
             return self._stop("max_tool_calling_iterations")

@@ -65,6 +65,9 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
         assert [r.task_id for r in run.results] == train and all(r.error is None for r in run.results)
     # one episode a batch: it takes the first branch, the oracle's play, so held-out success is measured as 1.0
     assert summary["before_pass_1"] == 1.0 and summary["rollouts"] == 4
+    rows = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    assert [r["success"] for r in rows] == [True, False] * 2 and sorted({r["task_id"] for r in rows}) == train
+    assert all(r["at_s"] >= 0 for r in rows) and rows[0]["termination"] == "user_stop"
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "summary.json").read_text()) == summary
     with pytest.raises(SystemExit, match="must be a multiple"):
@@ -75,10 +78,13 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
         summary = recipe.main(["--env", "mua/Mock-v0", "--steps", "5", "--max-train-minutes", "1e-6", "--beta", "0.1",
                                "--train-tasks", "2", "--eval-split", "train", "--eval-tasks", "2",
                                "--num-generations", "2", "--batch", "2", "--max-completion-length", "2048",
+                               "--max-new-tokens", "512",  # reaches GRPOConfig.generation_kwargs and the eval agent
                                "--max-tool-calls", "40", "--max-turns", "60", "--threads", "1", "--out", str(boxed)])
     finally:
         torch.set_num_threads(threads)
     assert summary["steps"] == 1 and summary["steps_planned"] == 5 and summary["stopped_by_time"] is True
+    assert summary["max_new_tokens"] == 512
+    assert read_run(boxed / "eval-after").config.agent_kwargs["max_new_tokens"] == 512
     assert [json.loads(line)["step"] for line in (boxed / "curve.jsonl").read_text().splitlines()] == [1]
     assert len(read_run(boxed / "eval-after").results) == 2 and summary["after_pass_1"] is not None
     from transformers import AutoModelForCausalLM
@@ -112,6 +118,8 @@ def test_the_recipe_warms_up_on_demonstrations_of_a_narrowed_curriculum(tmp_path
         # A demonstration GRPO's loop would cut (its tool results alone pass 64 tokens) is no demonstration.
         with pytest.raises(SystemExit, match="solved 3 of the 3 warm-up tasks, and none fits"):
             recipe.main([*argv, "--max-completion-length", "64", "--no-base-eval"])
+        with pytest.raises(SystemExit, match="--max-new-tokens 8"):  # each reply must fit the cap too
+            recipe.main([*argv, "--max-completion-length", "1024", "--max-new-tokens", "8", "--no-base-eval"])
         summary = recipe.main([*argv, "--max-completion-length", "1024"])
     finally:
         torch.set_num_threads(threads)

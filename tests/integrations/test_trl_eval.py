@@ -178,6 +178,18 @@ def test_trls_budgets_end_the_episode_where_trl_would(tokenizer):
     assert len(agent.token_ids) - len(agent.prompt_ids) == one_turn  # the answer that did not fit is dropped
     assert agent.messages[-1]["role"] == "assistant"
 
+    # a cap per reply (GRPOTrainer's generation_kwargs max_new_tokens): a reply that reaches it unended is cut there
+    agent = mua_trl.PolicyAgent(model, tokenizer, max_completion_length=4096, max_new_tokens=one_turn - 4,
+                                 temperature=0.0)
+    trajectory = play(MOCK, agent, task_id, seed=2)
+    assert agent.stop_reason == "max_new_tokens" and trajectory.tool_calls == 0
+    assert len(agent.token_ids) - len(agent.prompt_ids) == one_turn - 4
+    agent = mua_trl.PolicyAgent(model, tokenizer, max_completion_length=4096, max_new_tokens=one_turn,
+                                 max_tool_calling_iterations=2, temperature=0.0)
+    assert play(MOCK, agent, task_id, seed=2).tool_calls == 2  # replies within the cap run as before
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        mua_trl.PolicyAgent(model, tokenizer, max_new_tokens=0)
+
 
 def recording_llama(tokenizer, scripts):
     """A steered tiny Llama that also keeps every generation's prompt: the rows of each prefill made without
