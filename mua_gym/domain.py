@@ -84,6 +84,9 @@ class Domain:
     #: Sources whose world images and task lists are kept on disk between processes (mua_gym.disk_cache):
     #: those whose output depends only on their arguments and on the code of the domain's package.
     cached_sources: tuple[str, ...] = ("generated",)
+    #: Its worlds carry a memo (``world.memo``, :mod:`mua_gym.memo`): for tools that derive the same state on
+    #: every call and keep it until its tables are written.
+    memo: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():
@@ -158,7 +161,7 @@ class Domain:
 
     def world_from_image(self, image: WorldImage, source: str = "generated") -> World:
         return World(image, self.toolkit(source), self.user_tools, after_call=self.after_tool_call,
-                     setup_tools=self.setup_tools)
+                     setup_tools=self.setup_tools, memo=self.memo)
 
     def scratch_world(self, image: WorldImage, source: str = "generated") -> World:
         """A world kept per image for one-off work (gold replays, checks); the caller loads what it needs.

@@ -18,15 +18,11 @@ from sqlalchemy.sql import ClauseElement
 
 from mua_gym.diff import HASH_MOD, ChangeSet, TableDiff, WorldDiff, compare_changes, diff_rows, row_hash
 from mua_gym.image import CHANGES, Delta, WorldImage, WorldSnapshot, apply_writes
+from mua_gym.memo import Memo, Memory
 from mua_gym.sql import Compiled, Key, Row, bind, connect, engine_over
 from mua_gym.tools import ReadToolWrote, Requestor, Toolkit, ToolResult, render_result, resolve_call
 
 __all__ = ["Memory", "World"]
-
-_ROW_KEY = "\x00row %s %d"  # the memory key of a row kept by World.remember_row (no domain key starts with NUL)
-
-# Memory: values domain code derived from a world's content, by key: (the tables each came from, the value).
-Memory = dict[str, tuple[tuple[str, ...], Any]]
 
 
 class World:
@@ -42,7 +38,7 @@ class World:
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
                  after_call: Callable[["World"], None] | None = None,
-                 setup_tools: Toolkit | None = None) -> None:
+                 setup_tools: Toolkit | None = None, memo: bool = False) -> None:
         self.image = image
         self.tools = tools or Toolkit()
         self.user_tools = user_tools or Toolkit()
@@ -56,9 +52,9 @@ class World:
         self._conn: Connection | None = engine_over(self.raw)
         #: Who is calling the running tool ("assistant" or "user"); tools may read it.
         self.requestor: Requestor = "assistant"
-        # What domain code derived from the content and keeps between calls (see ``recall``):
-        # key -> (tables it was derived from, their write stamp then, value).
-        self._memory: dict[str, tuple[tuple[str, ...], int, Any]] = {}
+        #: What domain code derived from the content and keeps between calls, for a domain that asked for it
+        #: (``Domain(memo=True)``); None otherwise. See :mod:`mua_gym.memo`.
+        self.memo: Memo | None = Memo(self) if memo else None
         self._serial = 0  # counts writes; a table's last write, and the last wholesale change, are stamped
         self._written: dict[str, int] = {}
         self._replaced = 0
@@ -119,18 +115,21 @@ class World:
         return cur.rowcount
 
     def execute_and_keep(self, stmt: ClauseElement, **params: Any) -> list[Row]:
-        """Runs a write statement whose RETURNING clause gives the rowid, then every column of its table, keeps
-        each row it wrote (see :meth:`remember_row`) and returns them (rowid first)."""
+        """Runs a write statement whose RETURNING clause gives the rowid, then every column of its table, and
+        returns the rows it wrote (rowid first); a world with a memo keeps each (see :meth:`Memo.remember_row`)."""
         cur, found = self._write(stmt, params)
         rows = cur.fetchall()  # (all its changes are made before the first row comes back)
         self._seen_changes = self.raw.total_changes
+        memo = self.memo
+        if memo is None:
+            return rows
         info = self.image.tables[found.table]  # type: ignore[index]
         for row in rows:
             kept = row[1:]
             # RETURNING hands a REAL column's integral value back as SQLite stored it, an int; a SELECT, a float.
             if any(type(kept[i]) is int for i in info.real_positions):
                 kept = tuple(float(v) if i in info.real_positions and type(v) is int else v for i, v in enumerate(kept))
-            self.remember_row(info.name, row[0], kept)
+            memo.remember_row(info.name, row[0], kept)
         return rows
 
     def _write(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, Compiled]:
@@ -159,36 +158,10 @@ class World:
                 stamp = s
         return stamp
 
-    # -- memory: values derived from the content, kept while what they were derived from is unchanged -----
-    def recall(self, key: str) -> Any:
-        """The value last remembered under ``key``, or None where one of its tables may have changed since."""
-        found = self._memory.get(key)
-        if found is None:
-            return None
-        tables, stamp, value = found
-        if self.raw.total_changes != self._seen_changes:  # (_notice_outside_writes, inline: a hot path)
-            self._state_replaced()
-        if len(tables) == 1:  # the common case, inline
-            return value if stamp == max(self._replaced, self._written.get(tables[0], 0)) else None
-        return value if stamp == self.last_write(tables) else None
-
-    def remember(self, key: str, tables: tuple[str, ...], value: Any) -> None:
-        """Keeps ``value`` (never mutated afterwards) as derived from the current content of ``tables``."""
-        self._memory[key] = (tables, self.last_write(tables), value)
-
-    def remember_row(self, table: str, rowid: int, row: Row) -> None:
-        """Keeps ``row`` (every column of ``table``'s row at ``rowid``, in the table's order, exactly as SQLite
-        returns them) as that row's content now. While ``table`` is unwritten since, :meth:`changes` (what the
-        reward reads) takes it instead of reading the row."""
-        self.remember(_ROW_KEY % (table, rowid), (table,), row)
-
-    def known_row(self, table: str, rowid: int) -> Row | None:
-        """The row kept by :meth:`remember_row`, or None where it may be stale."""
-        return self.recall(_ROW_KEY % (table, rowid))
-
     def memory(self) -> Memory:
-        """What is remembered and still valid: hand it to :meth:`reset` with this state's :meth:`delta`."""
-        return {k: (t, v) for k, (t, s, v) in self._memory.items() if s == self.last_write(t)}
+        """What the memo remembers and is still valid (empty without one): hand it to :meth:`reset` with this
+        state's :meth:`delta`."""
+        return {} if self.memo is None else self.memo.memory()
 
     def _state_replaced(self) -> None:
         self._serial += 1
@@ -285,8 +258,8 @@ class World:
 
     def _install(self, memory: Memory | None) -> None:
         # (called right after _state_replaced: every table's stamp is that of the replacement; nothing else is valid)
-        stamp = self._replaced
-        self._memory = {k: (t, stamp, v) for k, (t, v) in memory.items()} if memory else {}
+        if self.memo is not None:
+            self.memo.install(memory)
 
     def delta(self) -> Delta:
         """This world's state as rows over its image: :meth:`reset` with it brings any world of the image here."""
@@ -336,11 +309,12 @@ class World:
     def changes(self) -> ChangeSet:
         """Every row whose content differs from the image, by table and primary key."""
         image, run = self.image, self._run
+        known = None if self.memo is None else self.memo.known_row
         out: ChangeSet = {}
         odd: list[tuple[str, Row | None, Row | None]] = []  # rows whose key is new, gone or changed
         for table, rowid in self._changed_rowids():
             info = image.tables[table]
-            new = self.known_row(table, rowid)  # a row the domain kept, or read here
+            new = None if known is None else known(table, rowid)  # a row the domain kept, or read here
             if new is None:
                 new = run(info.select_by_rowid, (rowid,)).fetchone()
             elif info.compared_positions is not None:

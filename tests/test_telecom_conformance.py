@@ -489,12 +489,12 @@ def shortcut_problems(world: World, where: str) -> list[str]:
         problems.append(f"{where}: a remembered phone or surroundings row differs from the stored one")
     logged = world.raw.execute(f"SELECT tbl, rid FROM {CHANGES}").fetchall()
     for table, rowid in {("phone", 1), ("surroundings", 1), *logged}:  # rows the reward and sync take from memory
-        kept = world.known_row(table, rowid)
+        kept = world.memo.known_row(table, rowid)
         stored = world.raw.execute(world.image.tables[table].select_full_by_rowid, (rowid,)).fetchone()
         if kept is not None and (stored is None or [(type(v), v) for v in kept] != [(type(v), v) for v in stored]):
             problems.append(f"{where}: the kept {table} row {rowid} differs from the stored one")
     before = world.state_hash()
-    world.remember("sync", ph.SYNC_INPUTS, False)  # forget that the sync is up to date, and run it
+    world.memo.remember("sync", ph.SYNC_INPUTS, False)  # forget that the sync is up to date, and run it
     try:
         ph.sync(world)
     except Exception as exc:

@@ -329,28 +329,50 @@ def test_a_world_whose_transaction_was_ended_by_hand_still_resets(mock):
         w.close()
 
 
+def _with_memo(mock) -> World:
+    """A mock world with a memo (the mock domain asks for none)."""
+    plain = mock.new_world()
+    world = World(plain.image, plain.tools, memo=True)
+    plain.close()
+    return world
+
+
+def test_a_world_has_a_memo_only_where_its_domain_asks(mock):
+    import mua_gym
+
+    plain = mock.new_world()
+    assert plain.memo is None and plain.memory() == {}
+    assert not plain.call_tool("update_email", {"customer_id": "C001", "email": "p@x.org"}).error
+    plain.reset(plain.delta(), {"ignored": (("customers",), 1)})  # nothing to remember it in
+    assert plain.memory() == {}
+    telecom = mua_gym.get_domain("telecom").new_world()
+    assert telecom.memo is not None
+    plain.close()
+    telecom.close()
+
+
 def test_memory_lasts_until_its_tables_are_written(mock):
-    w = mock.new_world()
-    w.remember("emails", ("customers",), {"C001": "x"})
-    assert w.recall("emails") == {"C001": "x"}
+    w = _with_memo(mock)
+    w.memo.remember("emails", ("customers",), {"C001": "x"})
+    assert w.memo.recall("emails") == {"C001": "x"}
     assert w.call_tool("cancel_order", {"order_id": "O1001", "reason": "no longer needed"}).error is False
-    assert w.recall("emails") is not None  # another table was written
+    assert w.memo.recall("emails") is not None  # another table was written
     assert w.call_tool("update_email", {"customer_id": "C001", "email": "new@x.org"}).error is False
-    assert w.recall("emails") is None
+    assert w.memo.recall("emails") is None
     for forget in (lambda: w.call_tool("update_email", {"customer_id": "C999", "email": "a@b.c"}),  # failed call
                    lambda: w.restore(w.snapshot()), w.reset):
-        w.remember("emails", ("customers",), 1)
+        w.memo.remember("emails", ("customers",), 1)
         forget()
-        assert w.recall("emails") is None
+        assert w.memo.recall("emails") is None
     # A start state's memory travels with its delta into another world of the image.
     assert w.call_tool("update_email", {"customer_id": "C002", "email": "new@x.org"}).error is False
-    w.remember("emails", ("customers",), 2)
+    w.memo.remember("emails", ("customers",), 2)
     delta, memory = w.delta(), w.memory()
-    other = mock.new_world()
+    other = _with_memo(mock)
     other.reset(delta, memory)
-    assert other.recall("emails") == 2
+    assert other.memo.recall("emails") == 2
     other.reset()
-    assert other.recall("emails") is None
+    assert other.memo.recall("emails") is None
     w.close()
     other.close()
 
@@ -366,53 +388,53 @@ def test_reset_to_a_delta_where_rows_swapped_a_unique_value(mock):
 
 
 def test_memory_notices_writes_made_around_execute(mock):
-    w = mock.new_world()
-    w.remember("stock", ("products",), 259)
+    w = _with_memo(mock)
+    w.memo.remember("stock", ("products",), 259)
     w.raw.execute("UPDATE counters SET value = value")  # touches no remembered table, but the world cannot tell
-    assert w.recall("stock") is None
-    w.remember("stock", ("products",), 259)
+    assert w.memo.recall("stock") is None
+    w.memo.remember("stock", ("products",), 259)
     from sqlalchemy import text
     w.conn.execute(text("UPDATE products SET stock = 0"))
-    assert w.recall("stock") is None
-    w.remember("stock", ("products",), 0)
-    assert w.recall("stock") == 0  # and reads change nothing
+    assert w.memo.recall("stock") is None
+    w.memo.remember("stock", ("products",), 0)
+    assert w.memo.recall("stock") == 0  # and reads change nothing
     w.raw.execute("SELECT * FROM products").fetchall()
-    assert w.recall("stock") == 0
+    assert w.memo.recall("stock") == 0
     w.close()
 
 
 def test_changes_take_a_kept_row_while_its_table_is_unwritten(mock):
-    w, pristine = mock.new_world(), mock.new_world()
+    w, pristine = _with_memo(mock), _with_memo(mock)
     assert not w.call_tool("update_email", {"customer_id": "C001", "email": "k@x.org"}).error
     info = w.image.tables["customers"]
     rid = w.raw.execute("SELECT rowid FROM customers WHERE customer_id = 'C001'").fetchone()[0]
     real = w.raw.execute(info.select_full_by_rowid, (rid,)).fetchone()
-    w.remember_row("customers", rid, real)
-    assert w.known_row("customers", rid) == real and w.changes() == _brute_changes(w, pristine)
+    w.memo.remember_row("customers", rid, real)
+    assert w.memo.known_row("customers", rid) == real and w.changes() == _brute_changes(w, pristine)
     email = info.every_column.index("email")
     fake = real[:email] + ("kept@x.org",) + real[email + 1:]
-    w.remember_row("customers", rid, fake)  # a domain's word is taken: the row is not read again
+    w.memo.remember_row("customers", rid, fake)  # a domain's word is taken: the row is not read again
     assert w.changes()["customers"][("C001",)][info.columns.index("email")] == "kept@x.org"
     assert not w.call_tool("cancel_order", {"order_id": "O1001", "reason": "no longer needed"}).error  # not customers
-    assert w.known_row("customers", rid) == fake
+    assert w.memo.known_row("customers", rid) == fake
     assert not w.call_tool("update_email", {"customer_id": "C002", "email": "m@x.org"}).error
-    assert w.known_row("customers", rid) is None  # its table was written: read again
+    assert w.memo.known_row("customers", rid) is None  # its table was written: read again
     assert w.changes() == _brute_changes(w, pristine)
     w.close()
     pristine.close()
 
 
 def test_writes_around_the_tools_in_a_savepoint(mock):
-    w, pristine = mock.new_world(), mock.new_world()
+    w, pristine = _with_memo(mock), _with_memo(mock)
     assert not w.call_tool("update_email", {"customer_id": "C001", "email": "a@x.org"}).error
     info = w.image.tables["customers"]
     rid = w.raw.execute("SELECT rowid FROM customers WHERE customer_id = 'C001'").fetchone()[0]
     with pytest.raises(RuntimeError):
         with w.savepoint():
             w.raw.execute("UPDATE customers SET email = 'b@x.org' WHERE customer_id = 'C001'")
-            w.remember_row("customers", rid, w.raw.execute(info.select_full_by_rowid, (rid,)).fetchone())
+            w.memo.remember_row("customers", rid, w.raw.execute(info.select_full_by_rowid, (rid,)).fetchone())
             raise RuntimeError("undo")
-    assert w.known_row("customers", rid) is None  # what was kept inside the block is forgotten with it
+    assert w.memo.known_row("customers", rid) is None  # what was kept inside the block is forgotten with it
     assert w.changes() == _brute_changes(w, pristine)
     assert w.changes()["customers"][("C001",)][info.columns.index("email")] == "a@x.org"
     with w.savepoint():

@@ -59,5 +59,6 @@ DOMAIN = Domain(
     after_tool_call=sync,
     reward_basis=("ENV_ASSERTION",),
     dual_control=True,
+    memo=True,  # the phone's rows and the sync's look-ups are derived again on every call otherwise
     description="Mobile technical support: a carrier's accounts on one side, the customer's phone on the other.",
 )

@@ -82,10 +82,10 @@ SIGNAL_FACTOR = {"poor": 0.2, "fair": 0.5, "good": 0.8, "excellent": 1.0, "none"
 
 # -- rows -----------------------------------------------------------------------------------------------------
 # Nearly every call reads the phone and surroundings rows, and most write the phone row back: the last row read
-# or written is remembered by the world (see ``World.recall``) and served, as a copy, while its table is
+# or written is remembered by the world (see ``Memo.recall``) and served, as a copy, while its table is
 # unwritten since.
 def _kept_row(world: World, table: str) -> Row:
-    row = world.recall(table)
+    row = world.memo.recall(table)
     if row is None:
         row = world.fetch_one(_READS[table])
         if row is None:
@@ -98,8 +98,8 @@ def _keep(world: World, table: str, row: Row) -> None:
     # As a dict for the tools, and as the row itself (every column, in order: the id is the rowid) for the reward.
     # (Made here, not returned by the UPDATE: RETURNING, and a dict rebuilt from the row at every read, made each
     # phone action measurably slower.)
-    world.remember(table, (table,), row)
-    world.remember_row(table, row["id"], tuple(row.values()))
+    world.memo.remember(table, (table,), row)
+    world.memo.remember_row(table, row["id"], tuple(row.values()))
 
 
 def _stored(kind: Any, value: Any) -> Any:
@@ -122,7 +122,7 @@ _COLUMNS = {t.name: tuple(c.name for c in t.columns if c.name != "id") for t in 
 def _save_row(world: World, table: Any, row: Row) -> None:
     """Writes the columns of ``row`` that differ from the table's row as last read, and keeps the result."""
     name = table.name
-    old = world.recall(name) or world.fetch_one(_READS[name])
+    old = world.memo.recall(name) or world.fetch_one(_READS[name])
     assert old is not None
     changed = tuple([c for c in _COLUMNS[name] if row[c] != old[c]])
     if not changed:
@@ -344,10 +344,10 @@ def can_send_mms(world: World) -> bool:
 # -- sync: account -> surroundings ----------------------------------------------------------------------------
 def _remembered(world: World, key: str, tables: tuple[str, ...], derive: Any) -> Any:
     """``derive()``, or what it gave last time while none of ``tables`` has been written since."""
-    found = world.recall(key)
+    found = world.memo.recall(key)
     if found is None:
         found = (derive(),)  # (a tuple: None is a value here)
-        world.remember(key, tables, found)
+        world.memo.remember(key, tables, found)
     return found[0]
 
 
@@ -365,17 +365,17 @@ def sync(world: World) -> None:
     customer's bills (in the customer's order) awaiting payment becomes the request (its amount as of now; a
     pending request is never refreshed). Errors carry tau2's texts.
     """
-    if world.recall("sync"):
+    if world.memo.recall("sync"):
         return
     surr = surroundings_row(world)
     number = surr["phone_number"]
     if number is None:
-        world.remember("sync", SYNC_INPUTS, True)
+        world.memo.remember("sync", SYNC_INPUTS, True)
         return
     rowid = _remembered(world, "line-of:" + number, (), lambda: world.fetch_scalar(LINE_OF_NUMBER, number=number))
     if rowid is None:
         raise ValueError(f"Line with phone number {number} not found")
-    kept = world.known_row("lines", rowid)
+    kept = world.memo.known_row("lines", rowid)
     line = dict(zip(_LINE_NAMES, kept)) if kept is not None else world.fetch_one(LINE_BY_ROWID, rid=rowid)
     assert line is not None
     limit = _remembered(world, "plan-limit:" + line["plan_id"], ("plans",),
@@ -401,4 +401,4 @@ def sync(world: World) -> None:
             new["payment_bill_id"], new["payment_amount_due"] = row["bill_id"], row["total_due"]
             new["payment_paid"] = False
     _save_row(world, surroundings, new)  # (writes nothing where nothing changed; SQLite's 0/1 equal False/True)
-    world.remember("sync", SYNC_INPUTS, True)
+    world.memo.remember("sync", SYNC_INPUTS, True)
