@@ -20,8 +20,8 @@ as the env paid it and as TRL logged it, the rollouts' task success, the share o
 equal (no advantage: nothing to learn from) and of all-failed and all-solved groups, turns, tool errors,
 loss, and TRL's clipped ratio: rollouts cut inside a model turn; TRL also counts tool results against
 ``--max-completion-length`` and ends a rollout whose results overflow it, which that ratio does not show),
-``rollouts.jsonl`` (each rollout as it ends: its task, reward, success, turns, calls, tool errors, how it ended,
-and seconds since GRPO began), ``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before
+``rollouts.jsonl`` (each rollout as TRL scores it, at the end of its step's generation: its task, reward,
+success, turns, calls, tool errors, how it ended, and seconds since GRPO began), ``curve.png`` and ``summary.json`` (held-out pass^1 of the base model, before
 and after GRPO, the difference and its 95% bootstrap interval, the warm-up's losses, steps, rollouts, wall
 time).
 ``--max-train-minutes M`` ends GRPO after the step that passes M minutes and still evaluates after it (the
@@ -228,7 +228,8 @@ def warm_up(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: lis
 
 class Rollouts:
     """What each rollout ended with, noted by the env class (TRL builds one instance per concurrent rollout), and
-    appended to ``rollouts.jsonl`` as it ends: a step that runs long shows what its rollouts do before it ends."""
+    appended to ``rollouts.jsonl`` when TRL scores it (before the step's loss): a step that runs long shows what
+    its rollouts did before its training pass and its log line."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.rows: list[dict[str, Any]] = []
