@@ -223,7 +223,7 @@ def our_agent_action(name: str, args: dict[str, Any]) -> tuple[str, dict[str, An
 class Pair:
     def __init__(self) -> None:
         self.image = WorldImage.build(S.Base.metadata, _populate, name="telecom-phone-test")
-        self.world = World(self.image, tools=Toolkit(), user_tools=USER_TOOLS, after_call=sync,
+        self.world = World(self.image, memo=True, tools=Toolkit(), user_tools=USER_TOOLS, after_call=sync,
                            setup_tools=SETUP_TOOLS)
         self.base_db = TelecomDB.load(TELECOM_DB_PATH)
         self.base_user_db = TelecomUserDB.load(TELECOM_USER_DB_PATH)
@@ -604,7 +604,8 @@ def test_vpn_profile_does_not_leak_across_episodes(pair: Pair):
         shared.server_performance = before
     pair.fresh()
     pair.setup("break_vpn", {})
-    other = World(pair.image, tools=Toolkit(), user_tools=USER_TOOLS, after_call=sync, setup_tools=SETUP_TOOLS)
+    other = World(pair.image, memo=True, tools=Toolkit(), user_tools=USER_TOOLS, after_call=sync,
+                  setup_tools=SETUP_TOOLS)
     other.call_tool("connect_vpn", requestor="user")
     assert "EXCELLENT" in other.call_tool("check_vpn_status", requestor="user").content
     other.close()
