@@ -374,6 +374,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     if args.no_base_eval and not args.warmup_episodes:
         raise SystemExit("--no-base-eval skips the base model's evaluation of a warm-up run: give --warmup-episodes")
+    if args.max_new_tokens < 0:
+        raise SystemExit(f"--max-new-tokens must be 0 (no cap) or more, got {args.max_new_tokens}")
     if args.batch % args.num_generations:
         raise SystemExit(f"--batch ({args.batch}) must be a multiple of --num-generations ({args.num_generations})")
     out = Path(args.out)

@@ -70,6 +70,8 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
     assert all(r["at_s"] >= 0 for r in rows) and rows[0]["termination"] == "user_stop"
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "summary.json").read_text()) == summary
+    with pytest.raises(SystemExit, match="--max-new-tokens must be 0"):  # refused before any model work
+        recipe.main(["--env", "mua/Mock-v0", "--max-new-tokens", "-1", "--out", str(out)])
     with pytest.raises(SystemExit, match="must be a multiple"):
         recipe.main(["--env", "mua/Mock-v0", "--num-generations", "2", "--batch", "3", "--out", str(out)])
     boxed = tmp_path / "boxed"  # a time box ends GRPO after its first step, and the evaluation after still runs
