@@ -74,6 +74,19 @@ def test_a_reset_past_capacity_waits_for_a_close():
     asyncio.run(main())
 
 
+async def restarted(actor, timeout: float = 60.0) -> None:
+    """Waits until ``actor`` answers as a new, empty life (the killed one hosted episodes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if await actor.live.remote() == 0:
+                return
+        except ray.exceptions.RayActorError:
+            pass  # still restarting
+        await asyncio.sleep(0.1)
+    raise AssertionError("the killed actor did not come back")
+
+
 def test_a_killed_actor_loses_its_episodes_loudly_and_the_pool_goes_on():
     async def main():
         pool = EpisodePool("mock", actors=2, episodes_per_actor=4)
@@ -83,6 +96,7 @@ def test_a_killed_actor_loses_its_episodes_loudly_and_the_pool_goes_on():
             on_first = {e for e in episodes if pool.placement[e] == 0}
             assert on_first and len(on_first) < len(episodes)
             ray.kill(pool.actors[0], no_restart=False)  # Ray restarts it, empty
+            await restarted(pool.actors[0])  # (a kill is asynchronous: a step sent before it lands still plays)
             for episode in episodes:
                 if episode in on_first:
                     with pytest.raises(EpisodeLost):
