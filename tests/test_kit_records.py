@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import Boolean, Column as SqlColumn, Float, ForeignKey, Integer, MetaData, String, Table, select
 
 from mua_gym.image import WorldImage
-from mua_gym.kit.records import Column, Database, Group, Ids, Many, Record
+from mua_gym.kit.records import Column, Database, Group, Ids, Many, One, Record, boolean, number, one_of, text
 from mua_gym.world import World
 
 META = MetaData()
@@ -109,3 +109,65 @@ def test_the_compiled_reader_is_the_declaration_written_out():
     keys = [line.split(":")[0].strip().strip("'") for line in source.splitlines()[2:-1]]
     assert keys == list(SHOP.fields)
     assert "row['shop_id']" in source and all(name.isidentifier() for name in names)
+
+
+# -- one-row records, checks and strictness (telecom's phone is declared this way) ---------------------------
+DEVICE_META = MetaData()
+GADGETS = Table("gadget", DEVICE_META, SqlColumn("id", Integer, primary_key=True), SqlColumn("mode", String),
+                SqlColumn("on", Boolean), SqlColumn("level", Float), SqlColumn("has_vpn", Boolean),
+                SqlColumn("vpn_host", String, nullable=True), SqlColumn("vpn_port", Integer, nullable=True),
+                SqlColumn("bill_id", String, nullable=True), SqlColumn("bill_paid", Boolean, nullable=True),
+                SqlColumn("apn", String), SqlColumn("apn_mms", String, nullable=True))
+APPS = Table("apps", DEVICE_META, SqlColumn("name", String, primary_key=True), SqlColumn("position", Integer),
+             SqlColumn("allowed", Boolean))
+APP = Record(APPS, {"name": "name", "allowed": Column("allowed", load=boolean, read=bool, default=False)},
+             key="name", strict=True)
+GADGET = Record(GADGETS, {
+    "mode": Column("mode", load=one_of("auto", "manual"), default="auto"),
+    "on": Column("on", load=boolean, read=bool, default=True),
+    "level": Column("level", load=number, default=0.5),
+    "vpn": Group({"host": Column("vpn_host", load=text), "port": Column("vpn_port", default=None)},
+                 optional=True, present="has_vpn"),
+    "bill": Group({"id": Column("bill_id", load=text), "paid": Column("bill_paid", read=bool, default=False)},
+                  optional=True, present="bill_id"),
+    "apn": Group({"name": Column("apn", default="internet"), "mms": Column("apn_mms", default=None)}, default={}),
+    "apps": Many(APP, keyed=True, linked=False, default={"mail": {"name": "mail", "allowed": True}}),
+}, strict=True)
+GADGET_DB = Database({"gadget": One(GADGET, fixed={"id": 1}, default={})}, strict=True)
+
+
+def gadget_world(db):
+    return World(WorldImage.build(DEVICE_META, lambda conn: GADGET_DB.load(conn, db)))
+
+
+def test_a_one_row_record_takes_its_defaults_and_fixed_id_and_exports_back():
+    world = gadget_world({})
+    assert world.fetch_one(select(GADGETS.c.id, GADGETS.c.has_vpn)) == {"id": 1, "has_vpn": 0}
+    assert GADGET_DB.export(world) == {"gadget": {
+        "mode": "auto", "on": True, "level": 0.5, "vpn": None, "bill": None,
+        "apn": {"name": "internet", "mms": None}, "apps": {"mail": {"name": "mail", "allowed": True}}}}
+    given = {"gadget": {"mode": "manual", "on": False, "level": 2, "vpn": {"host": "h"},
+                        "bill": {"id": "B1"}, "apn": {"mms": "m"}, "apps": {"a": {"name": "a"}, "b": {"name": "b",
+                                                                                                  "allowed": True}}}}
+    exported = GADGET_DB.export(gadget_world(given))["gadget"]
+    assert exported == {"mode": "manual", "on": False, "level": 2.0, "vpn": {"host": "h", "port": None},
+                        "bill": {"id": "B1", "paid": False}, "apn": {"name": "internet", "mms": "m"},
+                        "apps": {"a": {"name": "a", "allowed": False}, "b": {"name": "b", "allowed": True}}}
+    assert list(exported["apps"]) == ["a", "b"] and isinstance(exported["level"], float)
+
+
+@pytest.mark.parametrize("db, where", [
+    ({"gadget": {"mode": "turbo"}}, "gadget.mode: 'turbo' is not one of auto, manual"),
+    ({"gadget": {"on": 1}}, "gadget.on: expected a boolean"),
+    ({"gadget": {"level": True}}, "gadget.level: expected a number"),
+    ({"gadget": {"vpn": {"host": 7}}}, "gadget.vpn.host: expected text"),
+    ({"gadget": {"colour": "red"}}, "gadget: unknown field.s. colour"),
+    ({"gadget": {"apn": {"name": "x", "speed": 1}}}, "gadget.apn: unknown field.s. speed"),
+    ({"gadget": {"vpn": "on"}}, "gadget.vpn: expected an object"),
+    ({"gadget": {}, "extra": {}}, "the database: unknown field.s. extra"),
+    ({"gadget": {"apps": {"a": {"name": "b"}}}}, "gadget.apps.a: its name is 'b'"),
+    ({"gadget": {"apps": ["a"]}}, "gadget.apps: expected an object"),
+])
+def test_a_value_that_fails_its_check_fails_the_load_and_says_where(db, where):
+    with pytest.raises(ValueError, match=where):
+        gadget_world(db)

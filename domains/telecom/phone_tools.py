@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import bindparam, update
 
 from mua_gym.domains.telecom import phone as ph
+from mua_gym.domains.telecom.phone_format import APN_DEFAULTS, PERMISSIONS
 from mua_gym.domains.telecom.schema import phone_apps, surroundings
 from mua_gym.tools import Toolkit, tool
 from mua_gym.world import World
@@ -28,15 +29,12 @@ from mua_gym.world import World
 P = bindparam
 Row = dict[str, Any]
 
-PERMISSIONS = ("sms", "storage", "phone", "network")
 SET_PERMISSION = {p: update(phone_apps).where(phone_apps.c.app_name == P("app")).values({f"perm_{p}": P("v")})
                   for p in PERMISSIONS}
 SET_USER_INFO = update(surroundings).where(surroundings.c.id == 1).values(name=P("v_name"),
                                                                            phone_number=P("v_number"))
 SET_ABROAD = update(surroundings).where(surroundings.c.id == 1).values(is_abroad=P("v"))
 SET_PAID = update(surroundings).where(surroundings.c.id == 1).values(payment_paid=True)
-APN_DEFAULTS = {"apn_name": "internet", "apn_reset_at_reboot": False, "mms_apn": "mms",
-                "mmsc_url": "http://mms.carrier.com/mms/wapenc", "mms_proxy": None, "mms_port": None}
 
 
 class NetworkModePreference(str, Enum):
