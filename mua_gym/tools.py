@@ -253,22 +253,26 @@ class Toolkit:
 
 # -- dispatch: from a call as sent to the function and its arguments ----------------------------------------
 _CALLERS = {"assistant": "the assistant", "user": "the user"}
-_OTHER_SIDE = {"assistant": "user", "user": "assistant"}  # a setup's functions are named to no one, nor theirs to it
 
 
-def resolve_call(name: Any, arguments: Any, requestor: Any,
-                 kits: dict[str, Toolkit]) -> tuple[Tool, dict[str, Any]] | ToolResult:
+def resolve_call(name: Any, arguments: Any, requestor: Any, assistant: Toolkit, user: Toolkit,
+                 setup: Toolkit) -> tuple[Tool, dict[str, Any]] | ToolResult:
     """The tool ``requestor`` may call by ``name`` and its validated keyword arguments, or the error to answer.
 
-    ``kits`` maps each requestor to its toolkit; a name found only in another's kit is "not available", any
-    other is "unknown". ``arguments`` are a dict, JSON text or None; they are checked against the tool's model.
+    ``assistant``, ``user`` and ``setup`` are each requestor's toolkit; a name found only in the other side's kit
+    is "not available" (a setup's functions are named to no one, nor theirs to it), any other is "unknown".
+    ``arguments`` are a dict, JSON text or None; they are checked against the tool's model.
     """
-    kit = kits.get(requestor) if isinstance(requestor, str) else None
-    if kit is None:
+    if requestor == "assistant":
+        kit, other = assistant, user
+    elif requestor == "user":
+        kit, other = user, assistant
+    elif requestor == "setup":
+        kit, other = setup, None
+    else:
         return ToolResult.failure(f"unknown requestor {requestor!r}")
     found: Tool | None = kit.tools.get(name) if isinstance(name, str) else None
     if found is None:
-        other = kits.get(_OTHER_SIDE.get(requestor, ""))
         if isinstance(name, str) and other is not None and name in other:
             return ToolResult.failure(f"tool '{name}' is not available to {_CALLERS[requestor]}")
         shown = name[:200] + ("..." if len(name) > 200 else "") if isinstance(name, str) else type(name).__name__

@@ -32,8 +32,8 @@ class World:
     :meth:`execute` (precompiled Core statements, bound parameters), or through ``conn``, a SQLAlchemy
     connection; every tool call runs in a savepoint either way. The connection holds one transaction open for
     the world's life (see :meth:`reset`): code that writes around the tools does so in :meth:`savepoint`, never
-    with COMMIT or ROLLBACK (a world whose transaction was ended anyway notices at its next reset and reloads its
-    image).
+    with COMMIT, ROLLBACK or savepoints of its own (a world whose transaction was ended anyway notices at its
+    next reset and reloads its image; until then a failing call may not be undone, and says so).
     """
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
@@ -66,6 +66,11 @@ class World:
         self._run("SAVEPOINT mua_base")
         self._base_is_image = True
         self._start: Delta | None = None  # the delta of the last reset, kept under savepoint mua_start
+        # Savepoint mua_tool stays open between calls, marking the world as the last call left it: SQLite's
+        # change count when it was set, or None when there is none. A call that finds the count moved sets it
+        # again (two statements); a read call after a read call needs none.
+        self._tool_mark: int | None = None
+        self._blocks = 0  # calls and savepoint() blocks under way: inside one, a call takes a savepoint of its own
 
     @property
     def conn(self) -> Connection:
@@ -178,6 +183,7 @@ class World:
         the world forgets what it derived from the content (a ROLLBACK TO of one's own savepoint would leave
         remembered values and kept rows stale: SQLite's change count does not move back)."""
         self._run("SAVEPOINT mua_user")
+        self._blocks += 1
         try:
             yield
         except BaseException:
@@ -185,6 +191,8 @@ class World:
             self._run("RELEASE mua_user")
             self._state_replaced()
             raise
+        finally:
+            self._blocks -= 1
         self._run("RELEASE mua_user")
 
     # -- state -------------------------------------------------------------------------------------
@@ -198,6 +206,7 @@ class World:
     def _load_base(self, data: bytes) -> None:
         # Loading makes SQLite prepare every statement again on its next use: only for images and odd cases.
         raw = self.raw
+        self._tool_mark = None
         if raw.in_transaction:
             raw.execute("ROLLBACK")
         raw.deserialize(data)
@@ -219,6 +228,7 @@ class World:
         """
         raw = self.raw
         self._state_replaced()
+        self._tool_mark = None  # (every way back below ends savepoint mua_tool)
         if self._start is delta and self._rollback_to("mua_start"):
             self._install(memory)
             return
@@ -364,30 +374,53 @@ class World:
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None,
                   requestor: Requestor = "assistant") -> ToolResult:
         """Runs one tool call atomically. Never raises for bad input: problems come back as errors."""
-        resolved = resolve_call(
-            name, arguments, requestor, {"assistant": self.tools, "user": self.user_tools, "setup": self.setup_tools})
+        resolved = resolve_call(name, arguments, requestor, self.tools, self.user_tools, self.setup_tools)
         if isinstance(resolved, ToolResult):
             return resolved
         found, kwargs = resolved
+        raw, run = self.raw, self._run
+        written = raw.total_changes
+        standing = self._blocks == 0  # else a call or savepoint() block is open inside mua_tool: nest, as before
+        if not standing:
+            run("SAVEPOINT mua_tool")
+        elif self._tool_mark != written or not raw.in_transaction:
+            if self._tool_mark is not None and raw.in_transaction:
+                try:
+                    run("RELEASE mua_tool")
+                except sqlite3.OperationalError:
+                    pass  # (gone with a transaction ended by hand: see the class)
+            run("SAVEPOINT mua_tool")
+            self._tool_mark = written
         self.requestor = requestor
-        written = self.raw.total_changes
-        self._run("SAVEPOINT mua_tool")
+        self._blocks += 1
         try:
             value = found.function(self, **kwargs) if found.takes_world else found.function(**kwargs)
             content = render_result(value)
-            if found.kind == "read" and self.raw.total_changes != written:
+            if found.kind == "read" and raw.total_changes != written:
                 raise ReadToolWrote(f"tool '{name}' is declared kind='read' but wrote to the world; its writes were "
                                     "undone (declare it kind='write')")
             if self.after_call is not None:
                 self.after_call(self)
         except Exception as exc:  # a failing tool must leave the world exactly as it was
-            self.raw.execute("ROLLBACK TO mua_tool")
-            self.raw.execute("RELEASE mua_tool")
+            message = str(exc) or type(exc).__name__
+            try:
+                run("ROLLBACK TO mua_tool")
+            except sqlite3.OperationalError:  # only where a transaction was ended by hand, against the contract
+                self._tool_mark = None
+                self._state_replaced()
+                return ToolResult.failure(f"{message} (and its writes stay: this world's transaction was ended by "
+                                          "hand, which took the call's savepoint with it)")
+            if not standing:
+                run("RELEASE mua_tool")
             self._state_replaced()
-            return ToolResult.failure(str(exc) or type(exc).__name__)
+            if standing:
+                self._tool_mark = raw.total_changes  # (the savepoint holds the world as this call found it)
+            return ToolResult.failure(message)
         finally:
             self.requestor = "assistant"
-        self._run("RELEASE mua_tool")
+            self._blocks -= 1
+        if not standing:
+            run("RELEASE mua_tool")
         return ToolResult(content=content, error=False)
 
     def close(self) -> None:

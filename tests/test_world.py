@@ -253,6 +253,70 @@ def test_tools_may_use_the_sqlalchemy_connection_inside_their_savepoint(mock):
     assert w.state_hash() == before
 
 
+def _statements(w: World, call) -> list[str]:
+    """The SQL statements SQLite ran for ``call()`` on ``w``."""
+    ran: list[str] = []
+    w.raw.set_trace_callback(ran.append)
+    try:
+        call()
+    finally:
+        w.raw.set_trace_callback(None)
+    return ran
+
+
+def test_calls_share_one_standing_savepoint_and_each_failure_undoes_only_its_own_call(mock):
+    from sqlalchemy import text
+
+    from mua_gym.tools import Toolkit, tool
+
+    @tool(kind="read")
+    def stock() -> int:
+        """The total stock."""
+        return w.raw.execute("SELECT SUM(stock) FROM products").fetchone()[0]
+
+    @tool(kind="write")
+    def add(n: int) -> str:
+        """Adds n to every stock; fails after writing when n is negative."""
+        w.conn.execute(text("UPDATE products SET stock = stock + :n"), {"n": abs(n)})
+        if n < 0:
+            raise RuntimeError("refused after writing")
+        return "ok"
+
+    @tool(kind="read")
+    def sneaky() -> str:
+        """Says it reads; writes."""
+        w.raw.execute("UPDATE products SET stock = 0")
+        return "fine"
+
+    w = World(mock.image(), Toolkit.of(stock, add, sneaky))
+    total = lambda: w.call_tool("stock", {}).content  # noqa: E731
+    assert total() == "259"
+    # a read after a read takes no savepoint: only the tool's own statement runs
+    assert [s.split()[0] for s in _statements(w, total)] == ["SELECT"]
+    assert w.call_tool("add", {"n": 1}).content == "ok" and total() == "264"  # 5 products
+    assert w.call_tool("add", {"n": -10}).error and total() == "264"  # its own writes undone, the last call's kept
+    assert w.call_tool("sneaky", {}).error and total() == "264"
+    with w.savepoint():  # a call inside a block nests its own savepoint; the block's writes stay with the block
+        assert w.call_tool("add", {"n": 1}).content == "ok"
+        assert w.call_tool("add", {"n": -1}).error
+    assert total() == "269"
+    with pytest.raises(KeyError):
+        with w.savepoint():
+            assert w.call_tool("add", {"n": 100}).content == "ok"
+            raise KeyError("the block fails")
+    assert total() == "269" and w.call_tool("sneaky", {}).error and total() == "269"
+    w.reset()
+    assert total() == "259" and w.call_tool("add", {"n": -5}).error and total() == "259"
+    # A transaction ended by hand takes the standing savepoint with it: a failing call then says it stays written.
+    w.raw.execute("ROLLBACK")
+    w.raw.execute("BEGIN")
+    failed = w.call_tool("add", {"n": -1})
+    assert failed.error and "its writes stay" in failed.content
+    w.reset()
+    assert total() == "259" and w.call_tool("add", {"n": -1}).content == "Error: refused after writing"
+    assert total() == "259"
+
+
 def _content(w: World) -> dict[str, list[tuple]]:
     """Every row of every table, volatile columns and rowids included."""
     return {t: w.raw.execute(f"SELECT rowid, * FROM {t} ORDER BY rowid").fetchall() for t in w.image.tables}
