@@ -49,21 +49,43 @@ def play(env: MuaEnv, task: Any) -> float:
             return reward
 
 
-def memory_per_episode_mb(make: Callable[[], MuaEnv], task: Any, image_mb: float) -> float:
+def sqlite_heap_bytes() -> int | None:
+    """SQLite's own heap in use (``sqlite3_memory_used``), outside tracemalloc's view; None where the library
+    Python's sqlite3 uses cannot be found."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("sqlite3")
+    if name is None:
+        return None
+    used = ctypes.CDLL(name).sqlite3_memory_used
+    used.restype = ctypes.c_int64
+    return int(used())
+
+
+def memory_per_episode_kb(make: Callable[[], MuaEnv], task: Any, steps: int = 3) -> float:
+    """Memory per live episode, each reset and a few oracle steps in (so its writes count): Python's objects
+    (tracemalloc) plus SQLite's heap, over 20 episodes."""
     gc.collect()
     tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
+    before, heap = tracemalloc.get_traced_memory()[0], sqlite_heap_bytes()
     live = []
     for _ in range(20):
         env = make()
-        env.reset(options={"task": task})
+        obs, info = env.reset(options={"task": task})
+        agent = OracleAgent(task)
+        for _ in range(steps):
+            obs, _, terminated, truncated, _ = env.step(agent.act(obs))
+            if terminated or truncated:
+                break
         live.append(env)
-    per_env = (tracemalloc.get_traced_memory()[0] - before) / 20
+    python = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
+    after = sqlite_heap_bytes()
+    sqlite = 0 if heap is None or after is None else after - heap
     for env in live:
         env.close()
-    # SQLite allocates the database outside tracemalloc's view: add the image size.
-    return per_env / 1e6 + image_mb
+    return (python + sqlite) / 20 / 1e3
 
 
 def bench_env(label: str, env_kwargs: dict[str, Any], tasks: list[Any], read: dict[str, Any],
@@ -98,8 +120,8 @@ def bench_env(label: str, env_kwargs: dict[str, Any], tasks: list[Any], read: di
     for i in range(n):
         play(env, tasks[i % len(tasks)])
     rows.append((label, "oracle+scripted episodes per second", n / (time.perf_counter() - t0), None))
-    rows.append((label, "memory per live episode (MB)",
-                 memory_per_episode_mb(lambda: MuaEnv(**env_kwargs), first, size), None))
+    rows.append((label, "memory per live episode, 3 steps in (KB)",
+                 memory_per_episode_kb(lambda: MuaEnv(**env_kwargs), first), None))
     env.close()
     return rows
 

@@ -2,7 +2,8 @@
 
     python benchmarks/concurrency.py                          # 200 episodes, 50 ms user latency, both clients
     python benchmarks/concurrency.py --episodes 500 --latency 20 --turns 5
-    python benchmarks/concurrency.py --rss 1000               # RSS per live retail episode, 1,000 of them
+    python benchmarks/concurrency.py --rss 1000               # memory per live retail episode, 1,000 of them
+    python benchmarks/concurrency.py --rss 1000 --copy        # the same, each world a private in-memory copy
 
 The user server (a separate process: aiohttp on 127.0.0.1) answers every chat completion after ``--latency``
 milliseconds, asking for help until the agent has spoken ``--turns`` times, then stopping. The agent only talks,
@@ -11,7 +12,9 @@ so every step is one user call. All episodes run on one event loop (``AsyncMuaEn
 ``--rounds``. Printed per client: episodes/s, user turns/s and the client process's CPU milliseconds per user
 turn (medians), and the ratio fast / litellm.
 
-``--rss N`` instead resets N retail episodes (scripted user) and keeps them live: RSS before and after, per episode.
+``--rss N`` instead plays N retail episodes (scripted user, oracle agent) ``--steps`` steps in, on TAU2's tasks when
+tau2 is installed, and keeps them live: RSS and SQLite's heap before and after, per episode. ``--copy`` gives each
+world a private copy of the database (``shared_base=False``) instead of the image's shared file.
 """
 
 from __future__ import annotations
@@ -130,28 +133,48 @@ def rss_mb() -> float:
     raise RuntimeError("no VmRSS")
 
 
-def memory(n: int) -> None:
+def memory(n: int, steps: int, copy: bool) -> None:
     import gc
 
     import mua_gym
+    from bench import sqlite_heap_bytes
+    from mua_gym.agents import OracleAgent
+
+    from mua_gym import tau2
+
+    try:
+        tau2.data_dir("retail")
+        source = "tau2"
+    except tau2.Tau2NotFound:
+        source = "generated"
 
     async def main() -> None:
-        warm = mua_gym.AsyncMuaEnv("retail", split="train")
+        def make() -> mua_gym.AsyncMuaEnv:
+            return mua_gym.AsyncMuaEnv("retail", world=source, split="train", shared_base=not copy)
+
+        warm = make()
         await warm.reset(seed=0)  # the domain's tasks and image, shared by every episode, built before measuring
         gc.collect()
-        before = rss_mb()
-        envs = [mua_gym.AsyncMuaEnv("retail", split="train") for _ in range(n)]
+        before, heap = rss_mb(), sqlite_heap_bytes()
+        envs = [make() for _ in range(n)]
         for i, env in enumerate(envs):
-            await env.reset(seed=i)
+            obs, info = await env.reset(seed=i)
+            agent = OracleAgent(env.task)
+            for _ in range(steps):
+                obs, _, terminated, truncated, _ = await env.step(agent.act(obs))
+                if terminated or truncated:
+                    break
         gc.collect()
-        after = rss_mb()
-        print(f"{n} live retail episodes: RSS {before:.0f} MB -> {after:.0f} MB, "
-              f"{(after - before) / n:.2f} MB per episode")
-        print(json.dumps({"episodes": n, "rss_before_mb": before, "rss_after_mb": after,
-                          "mb_per_episode": (after - before) / n}))
+        after, heap_after = rss_mb(), sqlite_heap_bytes()
+        sqlite = None if heap is None or heap_after is None else (heap_after - heap) / 1e6 / n
+        print(f"{n} live retail episodes ({source}, {steps} steps in, {'copy' if copy else 'shared base'}): "
+              f"RSS {before:.0f} MB -> {after:.0f} MB, {(after - before) / n:.3f} MB per episode"
+              + ("" if sqlite is None else f", of which SQLite's heap {sqlite:.3f} MB"))
+        print(json.dumps({"episodes": n, "source": source, "steps": steps, "copy": copy, "rss_before_mb": before,
+                          "rss_after_mb": after, "mb_per_episode": (after - before) / n,
+                          "sqlite_mb_per_episode": sqlite}))
 
     asyncio.run(main())
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -160,9 +183,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=5, help="agent turns before the user stops")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rss", type=int, default=0, metavar="N", help="measure memory per live episode instead")
+    parser.add_argument("--steps", type=int, default=3, help="with --rss: oracle steps each episode plays")
+    parser.add_argument("--copy", action="store_true", help="with --rss: each world a private in-memory copy")
     args = parser.parse_args()
     if args.rss:
-        memory(args.rss)
+        memory(args.rss, args.steps, args.copy)
     else:
         throughput(args)
 

@@ -159,9 +159,10 @@ class Domain:
             found = self._schemas[source] = self.toolkit(source).schemas()
         return found
 
-    def world_from_image(self, image: WorldImage, source: str = "generated") -> World:
+    def world_from_image(self, image: WorldImage, source: str = "generated", shared_base: bool = True) -> World:
+        """A new world at ``image``'s state with the tools of ``source`` (``shared_base``: see :class:`World`)."""
         return World(image, self.toolkit(source), self.user_tools, after_call=self.after_tool_call,
-                     setup_tools=self.setup_tools, memo=self.memo)
+                     setup_tools=self.setup_tools, memo=self.memo, shared_base=shared_base)
 
     def scratch_world(self, image: WorldImage, source: str = "generated") -> World:
         """A world kept per image for one-off work (gold replays, checks); the caller loads what it needs.

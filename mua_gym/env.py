@@ -33,6 +33,9 @@ offers the agent only the named tools (a call to any other is an error that runs
 only the tasks whose gold agent calls all use offered tools, so no task needs a tool it hides. A replacement
 policy is the caller's to keep sufficient: a task may need a rule only the domain's policy states.
 
+``shared_base=False`` gives the episode's world a whole copy of the database in memory instead of the image's
+shared file (see :class:`mua_gym.World`): the same behaviour, several times the memory per live episode.
+
 Nothing an agent sends makes ``step`` raise.
 """
 
@@ -118,6 +121,7 @@ class AsyncMuaEnv:
         policy: str | None = None,
         tools: list[str] | None = None,
         perturb: PerturbSpec = None,
+        shared_base: bool = True,
     ) -> None:
         from mua_gym.registry import get_domain
 
@@ -146,6 +150,7 @@ class AsyncMuaEnv:
 
             probe_models(self.user, self.judge)
         self._rng = np.random.default_rng()
+        self.shared_base = shared_base
         self.world: World | None = None
         self.task: Task | None = None
         self._seed: int | None = None
@@ -227,7 +232,7 @@ class AsyncMuaEnv:
         if self.world is None or self.world.image is not prepared.image:
             if self.world is not None:
                 self.world.close()
-            self.world = self.domain.world_from_image(prepared.image, task.world.source)
+            self.world = self.domain.world_from_image(prepared.image, task.world.source, shared_base=self.shared_base)
         self.world.reset(prepared.start, prepared.start_memory)
         self.task = task
         self._episode = EpisodeState()

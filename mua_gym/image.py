@@ -9,7 +9,11 @@ A :data:`Delta` is a world's state as rows over its image; :func:`apply_writes` 
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
+import tempfile
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -31,6 +35,14 @@ _image_ids = itertools.count(1)
 Delta = tuple[tuple[str, int, "Row | None"], ...]
 # Statements with their parameters, run in order.
 Writes = list[tuple[str, tuple[Any, ...]]]
+
+
+def _remove_file(path: str, owner: int) -> None:
+    if os.getpid() == owner:  # (a forked child must not remove its parent's file)
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 def _install_change_tracking(raw: sqlite3.Connection, tables: list[str]) -> None:
@@ -68,6 +80,8 @@ class WorldImage:
         self._full_by_rowid: dict[tuple[str, int], Row | None] = {}
         self._by_key: dict[tuple[str, Key], Row | None] = {}
         self._writes: dict[int, tuple[Delta, Writes, Writes]] = {}
+        self._file: str | None = None
+        self._file_lock = threading.Lock()
         self.data: bytes = raw.serialize() if data is None else data
         if content_hash is None:
             total = 0
@@ -105,6 +119,19 @@ class WorldImage:
     def from_bytes(cls, metadata: MetaData, data: bytes, content_hash: int, name: str = "") -> "WorldImage":
         """The image whose bytes (``.data``) and content hash (``.hash``) an earlier :meth:`build` gave."""
         return cls(metadata, connect(data), name, data=data, content_hash=content_hash)
+
+    def file(self) -> str:
+        """The path of a file holding :attr:`data`, written on first use and removed with the image (by the
+        process that wrote it). Worlds open it as their shared, never-written base (see :class:`World`)."""
+        if self._file is None:
+            with self._file_lock:
+                if self._file is None:
+                    fd, path = tempfile.mkstemp(prefix="mua-gym-image-", suffix=".sqlite")
+                    with os.fdopen(fd, "wb") as out:
+                        out.write(self.data)
+                    weakref.finalize(self, _remove_file, path, os.getpid())
+                    self._file = path
+        return self._file
 
     # Look-ups of the image's rows are cached: the image never changes, and resets, hashes and diffs ask for
     # the same few rows again and again.

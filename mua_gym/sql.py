@@ -17,8 +17,8 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql import ClauseElement
 
-__all__ = ["Compiled", "DIALECT", "Key", "Row", "TableInfo", "bind", "compile_statement", "connect", "engine_over",
-           "json_safe", "quote"]
+__all__ = ["Compiled", "DIALECT", "Key", "Row", "TableInfo", "bind", "compile_statement", "connect", "connect_shared",
+           "engine_over", "json_safe", "quote"]
 
 Key = tuple[Any, ...]
 Row = tuple[Any, ...]
@@ -36,6 +36,25 @@ def connect(data: bytes | None = None) -> sqlite3.Connection:
     # REPLACE conflict resolution deletes rows silently unless this is on; the triggers must see it.
     raw.execute("PRAGMA recursive_triggers = ON")
     raw.execute("PRAGMA foreign_keys = ON")
+    return raw
+
+
+_DENY_WHEN_SHARED = {(sqlite3.SQLITE_TRANSACTION, "COMMIT")}
+
+
+def _refuse_commit(action: int, arg1: str | None, *_: Any) -> int:
+    return sqlite3.SQLITE_DENY if (action, arg1) in _DENY_WHEN_SHARED else sqlite3.SQLITE_OK
+
+
+def connect_shared(path: str) -> sqlite3.Connection:
+    """A connection over the database file ``path`` that never writes it, so that any number of connections in
+    any number of processes share its pages: no file locks, the rollback journal in memory, dirty pages kept in
+    memory however many, and COMMIT refused. What a connection writes lives in its open transaction only."""
+    raw = sqlite3.connect(f"file:{path}?nolock=1", uri=True, isolation_level=None, check_same_thread=False)
+    for pragma in ("journal_mode = MEMORY", "cache_spill = OFF", "synchronous = OFF", "cache_size = -256",
+                   "recursive_triggers = ON", "foreign_keys = ON"):
+        raw.execute(f"PRAGMA {pragma}")
+    raw.set_authorizer(_refuse_commit)
     return raw
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.sql import ClauseElement
 from mua_gym.diff import HASH_MOD, ChangeSet, TableDiff, WorldDiff, compare_changes, diff_rows, row_hash
 from mua_gym.image import CHANGES, Delta, WorldImage, WorldSnapshot, apply_writes
 from mua_gym.memo import Memo, Memory
-from mua_gym.sql import Compiled, Key, Row, bind, connect, engine_over
+from mua_gym.sql import Compiled, Key, Row, bind, connect, connect_shared, engine_over
 from mua_gym.tools import ReadToolWrote, Requestor, Toolkit, ToolResult, render_result, resolve_call
 
 __all__ = ["Memory", "World"]
@@ -34,11 +34,17 @@ class World:
     the world's life (see :meth:`reset`): code that writes around the tools does so in :meth:`savepoint`, never
     with COMMIT, ROLLBACK or savepoints of its own (a world whose transaction was ended anyway notices at its
     next reset and reloads its image; until then a failing call may not be undone, and says so).
+
+    ``shared_base`` (the default): the world opens its image's file (:meth:`WorldImage.file`), which every world
+    of the image, in every process, shares and none writes. A world then holds in memory only the pages it has
+    read lately and those it wrote, not a copy of the whole database; COMMIT is refused, since it would write
+    the shared file. ``shared_base=False``: a private in-memory copy of the image, as :meth:`load` of other
+    bytes also gives.
     """
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
                  after_call: Callable[["World"], None] | None = None,
-                 setup_tools: Toolkit | None = None, memo: bool = False) -> None:
+                 setup_tools: Toolkit | None = None, memo: bool = False, shared_base: bool = True) -> None:
         self.image = image
         self.tools = tools or Toolkit()
         self.user_tools = user_tools or Toolkit()
@@ -46,7 +52,10 @@ class World:
         self.after_call = after_call
         #: Functions only a task's initial actions may call (fault injection), with requestor "setup".
         self.setup_tools = setup_tools or Toolkit()
-        self.raw = connect(image.data)
+        # On the image's file, shared and never written, a world holds only the pages it reads and writes; with
+        # shared_base=False (or after loading other bytes) it holds a whole copy of the database in memory.
+        self._on_file = shared_base
+        self.raw = connect_shared(image.file()) if shared_base else connect(image.data)
         # Made now, not on first use: SQLAlchemy's first connect ends any open transaction, which would end the
         # savepoint of a tool that touches ``conn`` first.
         self._conn: Connection | None = engine_over(self.raw)
@@ -139,6 +148,8 @@ class World:
 
     def _write(self, stmt: ClauseElement, params: dict[str, Any]) -> tuple[sqlite3.Cursor, Compiled]:
         found, values = bind(stmt, params)
+        if not self.raw.in_transaction:
+            self._reopen()
         if self.raw.total_changes != self._seen_changes:  # (_notice_outside_writes, inline: a hot path)
             self._state_replaced()
         self._serial += 1
@@ -177,11 +188,19 @@ class World:
         if self.raw.total_changes != self._seen_changes:
             self._state_replaced()
 
+    def _reopen(self) -> None:
+        """Opens the world's transaction again where it was ended by hand (against the contract): a write in
+        SQLite's autocommit mode would commit, and on a shared base commit is refused."""
+        self._tool_mark = None
+        self._run("SAVEPOINT mua_base")
+
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """For writes made around the tools (``raw``, ``conn``): undone together if the block raises, and then
         the world forgets what it derived from the content (a ROLLBACK TO of one's own savepoint would leave
         remembered values and kept rows stale: SQLite's change count does not move back)."""
+        if not self.raw.in_transaction:
+            self._reopen()
         self._run("SAVEPOINT mua_user")
         self._blocks += 1
         try:
@@ -209,7 +228,9 @@ class World:
         self._tool_mark = None
         if raw.in_transaction:
             raw.execute("ROLLBACK")
-        raw.deserialize(data)
+        if not (self._on_file and data is self.image.data):  # (the file holds the image, never written)
+            raw.deserialize(data)
+            self._on_file = False
         raw.execute("SAVEPOINT mua_base")
         self._base_is_image = data is self.image.data
         self._start = None
@@ -391,9 +412,11 @@ class World:
         raw, run = self.raw, self._run
         written = raw.total_changes
         standing = self._blocks == 0  # else a call or savepoint() block is open inside mua_tool: nest, as before
+        if not raw.in_transaction:
+            self._reopen()
         if not standing:
             run("SAVEPOINT mua_tool")
-        elif self._tool_mark != written or not raw.in_transaction:
+        elif self._tool_mark != written:
             self._release_tool_savepoint()
             run("SAVEPOINT mua_tool")
             self._tool_mark = written

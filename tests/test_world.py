@@ -378,10 +378,18 @@ def test_reset_to_a_delta_reaches_that_state_from_any_state(mock, first, then, e
     c.close()
 
 
-def test_a_world_whose_transaction_was_ended_by_hand_still_resets(mock):
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_world_whose_transaction_was_ended_by_hand_still_resets(mock, shared):
     pristine = _content(mock.new_world())
-    for end in ("COMMIT", "ROLLBACK", "COMMIT; BEGIN"):
+    if shared:  # a COMMIT would write the file every world of the image shares: refused, and nothing changes
         w = mock.new_world()
+        assert not w.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
+        before = _content(w)
+        with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            w.raw.execute("COMMIT")
+        assert _content(w) == before and open(w.image.file(), "rb").read() == w.image.data
+    for end in ("ROLLBACK", "ROLLBACK; BEGIN") if shared else ("COMMIT", "ROLLBACK", "COMMIT; BEGIN"):
+        w = World(mock.image(), mock.tools, shared_base=shared)
         assert not w.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
         for statement in end.split("; "):  # not allowed by the contract, but a notebook may do it
             w.raw.execute(statement)
@@ -507,3 +515,72 @@ def test_writes_around_the_tools_in_a_savepoint(mock):
     assert w.changes() == _brute_changes(w, pristine)
     w.close()
     pristine.close()
+
+
+def test_worlds_share_their_image_file_and_never_write_it(mock):
+    image = mock.image()
+    first, second = World(image, mock.tools), World(image, mock.tools)
+    pristine = open(image.file(), "rb").read()
+    assert pristine == image.data and first._on_file and second._on_file
+    assert not first.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
+    assert first.changes() and not second.changes()  # each world's writes are its own
+    assert second.call_tool("cancel_order", {"order_id": "O1001", "reason": "no longer needed"}).error is False
+    with pytest.raises(sqlite3.DatabaseError, match="not authorized"):  # a COMMIT would write the shared file
+        first.raw.execute("COMMIT")
+    first.raw.execute("ROLLBACK")  # ended by hand: the world opens its transaction again before it writes
+    assert not first.call_tool("update_email", {"customer_id": "C002", "email": "r@x.org"}).error
+    with first.savepoint():
+        first.raw.execute("UPDATE products SET stock = 1")
+    first.reset()
+    second.reset()
+    assert open(image.file(), "rb").read() == pristine
+    assert first.state_hash() == second.state_hash() == World(image, mock.tools, shared_base=False).state_hash()
+    first.close()
+    second.close()
+
+
+def test_a_shared_base_world_holds_far_less_than_a_copy(mock):
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("sqlite3")
+    if name is None:
+        pytest.skip("no libsqlite3 to read SQLite's heap from")
+    used = ctypes.CDLL(name).sqlite3_memory_used
+    used.restype = ctypes.c_int64
+    builder = mock.new_world(extra_customers=2000)  # a world of ~2 MB, as the benchmarks use
+    image = builder.image
+    builder.close()
+
+    def heap_per_world(shared: bool) -> float:
+        before = used()
+        worlds = [World(image, mock.tools, shared_base=shared) for _ in range(10)]
+        for w in worlds:
+            assert not w.call_tool("get_order", {"order_id": "O1001"}).error
+            assert not w.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
+        per = (used() - before) / 10
+        for w in worlds:
+            w.close()
+        return per
+
+    copy, shared = heap_per_world(False), heap_per_world(True)
+    assert copy > len(image.data) * 0.9  # a copy holds the whole database
+    print(f"SQLite heap per world: copy {copy / 1e3:.0f} KB, shared {shared / 1e3:.0f} KB")
+    assert shared < copy / 3, (shared, copy, len(image.data))
+
+
+def test_an_image_file_goes_with_its_image_and_not_from_a_forked_child(mock, tmp_path):
+    import gc
+    import os
+
+    from mua_gym.image import WorldImage, _remove_file
+
+    image = WorldImage.from_bytes(mock.image().metadata, mock.image().data, mock.image().hash)
+    path = image.file()
+    kept = tmp_path / "kept.sqlite"
+    kept.write_bytes(b"x")
+    _remove_file(str(kept), os.getpid() + 1)  # as a child's exit would run it
+    assert kept.exists()
+    del image
+    gc.collect()
+    assert not os.path.exists(path)
