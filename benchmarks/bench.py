@@ -390,7 +390,7 @@ def main() -> None:
         rows += telecom_rows(args.repeat)
     print(f"{'world':30s} {'operation':40s} {'ours':>12s} {'tau2':>12s} {'tau2/ours':>10s}")
     for world, op, ours, theirs in rows:
-        unit = "" if "per second" in op or "MB" in op else " us"
+        unit = "" if "per second" in op or "(KB)" in op else " us"
         their = f"{theirs:10.1f}{unit}" if theirs is not None else f"{'-':>12s}"
         ratio = f"{theirs / ours:9.1f}x" if theirs else f"{'-':>10s}"
         print(f"{world:30s} {op:40s} {ours:10.1f}{unit} {their} {ratio}")
