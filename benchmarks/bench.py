@@ -122,6 +122,11 @@ def bench_env(label: str, env_kwargs: dict[str, Any], tasks: list[Any], read: di
     rows.append((label, "oracle+scripted episodes per second", n / (time.perf_counter() - t0), None))
     rows.append((label, "memory per live episode, 3 steps in (KB)",
                  memory_per_episode_kb(lambda: MuaEnv(**env_kwargs), first), None))
+    try:  # (a revision before shared_base, as before_after.py may run, has no such row)
+        shared = memory_per_episode_kb(lambda: MuaEnv(**env_kwargs, shared_base=True), first)
+        rows.append((label, "the same, worlds on a shared base (KB)", shared, None))
+    except TypeError:
+        pass
     env.close()
     return rows
 

@@ -13,8 +13,8 @@ so every step is one user call. All episodes run on one event loop (``AsyncMuaEn
 turn (medians), and the ratio fast / litellm.
 
 ``--rss N`` instead plays N retail episodes (scripted user, oracle agent) ``--steps`` steps in, on TAU2's tasks when
-tau2 is installed, and keeps them live: RSS and SQLite's heap before and after, per episode. ``--copy`` gives each
-world a private copy of the database (``shared_base=False``) instead of the image's shared file.
+tau2 is installed, and keeps them live: RSS and SQLite's heap before and after, per episode, with the worlds on
+their image's shared file (``shared_base=True``), or with ``--copy`` each a private copy of the database.
 """
 
 from __future__ import annotations

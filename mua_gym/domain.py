@@ -159,7 +159,7 @@ class Domain:
             found = self._schemas[source] = self.toolkit(source).schemas()
         return found
 
-    def world_from_image(self, image: WorldImage, source: str = "generated", shared_base: bool = True) -> World:
+    def world_from_image(self, image: WorldImage, source: str = "generated", shared_base: bool = False) -> World:
         """A new world at ``image``'s state with the tools of ``source`` (``shared_base``: see :class:`World`)."""
         return World(image, self.toolkit(source), self.user_tools, after_call=self.after_tool_call,
                      setup_tools=self.setup_tools, memo=self.memo, shared_base=shared_base)

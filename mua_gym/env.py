@@ -33,8 +33,9 @@ offers the agent only the named tools (a call to any other is an error that runs
 only the tasks whose gold agent calls all use offered tools, so no task needs a tool it hides. A replacement
 policy is the caller's to keep sufficient: a task may need a rule only the domain's policy states.
 
-``shared_base=False`` gives the episode's world a whole copy of the database in memory instead of the image's
-shared file (see :class:`mua_gym.World`): the same behaviour, several times the memory per live episode.
+``shared_base=True`` opens the episode's world on the image's shared file instead of a whole copy of the
+database in memory (see :class:`mua_gym.World`): the same behaviour at a fifth of the memory per live episode,
+for code that never ends the world's transaction by hand.
 
 Nothing an agent sends makes ``step`` raise.
 """
@@ -121,7 +122,7 @@ class AsyncMuaEnv:
         policy: str | None = None,
         tools: list[str] | None = None,
         perturb: PerturbSpec = None,
-        shared_base: bool = True,
+        shared_base: bool = False,
     ) -> None:
         from mua_gym.registry import get_domain
 

@@ -123,15 +123,22 @@ class WorldImage:
     def file(self) -> str:
         """The path of a file holding :attr:`data`, written on first use and removed with the image (by the
         process that wrote it). Worlds open it as their shared, never-written base (see :class:`World`)."""
-        if self._file is None:
+        if self._file is None or not os.path.exists(self._file):  # (a cleaner may have removed it)
             with self._file_lock:
-                if self._file is None:
+                if self._file is None or not os.path.exists(self._file):
                     fd, path = tempfile.mkstemp(prefix="mua-gym-image-", suffix=".sqlite")
                     with os.fdopen(fd, "wb") as out:
                         out.write(self.data)
                     weakref.finalize(self, _remove_file, path, os.getpid())
                     self._file = path
         return self._file
+
+    def discard_file(self) -> None:
+        """Forgets the file (one that was written by mistake): the next :meth:`file` writes a fresh one."""
+        with self._file_lock:
+            path, self._file = self._file, None
+        if path is not None:
+            _remove_file(path, os.getpid())
 
     # Look-ups of the image's rows are cached: the image never changes, and resets, hashes and diffs ask for
     # the same few rows again and again.

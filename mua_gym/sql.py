@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from operator import itemgetter
 from typing import Any, Callable
 
@@ -50,7 +51,8 @@ def connect_shared(path: str) -> sqlite3.Connection:
     """A connection over the database file ``path`` that never writes it, so that any number of connections in
     any number of processes share its pages: no file locks, the rollback journal in memory, dirty pages kept in
     memory however many, and COMMIT refused. What a connection writes lives in its open transaction only."""
-    raw = sqlite3.connect(f"file:{path}?nolock=1", uri=True, isolation_level=None, check_same_thread=False)
+    uri = Path(path).resolve().as_uri() + "?mode=rw&nolock=1"  # (quoted; a missing file is an error, not made)
+    raw = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     for pragma in ("journal_mode = MEMORY", "cache_spill = OFF", "synchronous = OFF", "cache_size = -256",
                    "recursive_triggers = ON", "foreign_keys = ON"):
         raw.execute(f"PRAGMA {pragma}")

@@ -10,6 +10,7 @@ that wrote, leaves the world exactly as it was.
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -35,16 +36,17 @@ class World:
     with COMMIT, ROLLBACK or savepoints of its own (a world whose transaction was ended anyway notices at its
     next reset and reloads its image; until then a failing call may not be undone, and says so).
 
-    ``shared_base`` (the default): the world opens its image's file (:meth:`WorldImage.file`), which every world
-    of the image, in every process, shares and none writes. A world then holds in memory only the pages it has
-    read lately and those it wrote, not a copy of the whole database; COMMIT is refused, since it would write
-    the shared file. ``shared_base=False``: a private in-memory copy of the image, as :meth:`load` of other
-    bytes also gives.
+By default a world holds a private in-memory copy of its image. ``shared_base=True``: the world opens its
+    image's file (:meth:`WorldImage.file`), which every such world of the image, in every process, shares and
+    none writes; it then holds only the pages it read lately and those it wrote. COMMIT is refused, since it
+    would write the shared file, and the rule above becomes strict: a write made after the transaction was
+    ended by hand (``conn.rollback()``, ROLLBACK) would reach the file, which a reset then notices, warns of and
+    leaves for a private copy, but other worlds sharing the file would already have seen it.
     """
 
     def __init__(self, image: WorldImage, tools: Toolkit | None = None, user_tools: Toolkit | None = None,
                  after_call: Callable[["World"], None] | None = None,
-                 setup_tools: Toolkit | None = None, memo: bool = False, shared_base: bool = True) -> None:
+                 setup_tools: Toolkit | None = None, memo: bool = False, shared_base: bool = False) -> None:
         self.image = image
         self.tools = tools or Toolkit()
         self.user_tools = user_tools or Toolkit()
@@ -52,8 +54,8 @@ class World:
         self.after_call = after_call
         #: Functions only a task's initial actions may call (fault injection), with requestor "setup".
         self.setup_tools = setup_tools or Toolkit()
-        # On the image's file, shared and never written, a world holds only the pages it reads and writes; with
-        # shared_base=False (or after loading other bytes) it holds a whole copy of the database in memory.
+        # On the image's file, shared and never written, a world holds only the pages it reads and writes; else
+        # (or after loading other bytes) it holds a whole copy of the database in memory.
         self._on_file = shared_base
         self.raw = connect_shared(image.file()) if shared_base else connect(image.data)
         # Made now, not on first use: SQLAlchemy's first connect ends any open transaction, which would end the
@@ -228,7 +230,14 @@ class World:
         self._tool_mark = None
         if raw.in_transaction:
             raw.execute("ROLLBACK")
-        if not (self._on_file and data is self.image.data):  # (the file holds the image, never written)
+        shared = self._on_file and data is self.image.data  # (the file holds the image: nothing commits to it)
+        if shared and raw.execute(f"SELECT 1 FROM {CHANGES} LIMIT 1").fetchone() is not None:
+            warnings.warn("mua_gym: a write made outside this world's transaction reached its image's shared file; "
+                          "the world now keeps a private copy, and new worlds get a fresh file", RuntimeWarning,
+                          stacklevel=3)
+            self.image.discard_file()
+            shared = False
+        if not shared:
             raw.deserialize(data)
             self._on_file = False
         raw.execute("SAVEPOINT mua_base")

@@ -382,7 +382,7 @@ def test_reset_to_a_delta_reaches_that_state_from_any_state(mock, first, then, e
 def test_a_world_whose_transaction_was_ended_by_hand_still_resets(mock, shared):
     pristine = _content(mock.new_world())
     if shared:  # a COMMIT would write the file every world of the image shares: refused, and nothing changes
-        w = mock.new_world()
+        w = World(mock.image(), mock.tools, shared_base=True)
         assert not w.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
         before = _content(w)
         with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
@@ -519,7 +519,7 @@ def test_writes_around_the_tools_in_a_savepoint(mock):
 
 def test_worlds_share_their_image_file_and_never_write_it(mock):
     image = mock.image()
-    first, second = World(image, mock.tools), World(image, mock.tools)
+    first, second = World(image, mock.tools, shared_base=True), World(image, mock.tools, shared_base=True)
     pristine = open(image.file(), "rb").read()
     assert pristine == image.data and first._on_file and second._on_file
     assert not first.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
@@ -584,3 +584,47 @@ def test_an_image_file_goes_with_its_image_and_not_from_a_forked_child(mock, tmp
     del image
     gc.collect()
     assert not os.path.exists(path)
+
+
+def test_a_write_that_reached_the_shared_file_is_noticed_and_new_worlds_get_a_fresh_one(mock):
+    image = mock.image()
+    w = World(image, mock.tools, shared_base=True)
+    pristine, path = _content(World(image, mock.tools)), image.file()
+    assert not w.call_tool("update_email", {"customer_id": "C001", "email": "q@x.org"}).error
+    w.raw.execute("ROLLBACK")  # against the contract: ends the world's transaction ...
+    w.raw.execute("UPDATE products SET stock = 0")  # ... so this write commits, to the shared file
+    assert open(path, "rb").read() != image.data
+    with pytest.warns(RuntimeWarning, match="reached its image's shared file"):
+        w.reset()
+    assert _content(w) == pristine and not w._on_file  # this world: a private copy of the image
+    fresh = World(image, mock.tools, shared_base=True)
+    assert image.file() != path and _content(fresh) == pristine
+
+
+def test_a_removed_image_file_is_written_again_and_odd_folder_names_work(mock, tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    from mua_gym.image import WorldImage
+
+    image = WorldImage.from_bytes(mock.image().metadata, mock.image().data, mock.image().hash)
+    os.remove(image.file())  # as a tmp cleaner might
+    assert _content(World(image, mock.tools, shared_base=True)) == _content(World(image, mock.tools))
+    odd = tmp_path / "a #b?c%d"
+    odd.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(odd))
+    other = WorldImage.from_bytes(mock.image().metadata, mock.image().data, mock.image().hash)
+    assert other.file().startswith(str(odd))
+    w = World(other, mock.tools, shared_base=True)
+    assert w.call_tool("get_order", {"order_id": "O1001"}).error is False
+
+
+def test_make_passes_shared_base_to_the_worlds_it_builds():
+    import mua_gym
+
+    shared, private = mua_gym.make("mua/Mock-v0", shared_base=True), mua_gym.make("mua/Mock-v0")
+    for env in (shared, private):
+        env.reset(seed=0)
+    assert shared.unwrapped.world._on_file and not private.unwrapped.world._on_file
+    shared.close()
+    private.close()
