@@ -36,7 +36,7 @@ class World:
     with COMMIT, ROLLBACK or savepoints of its own (a world whose transaction was ended anyway notices at its
     next reset and reloads its image; until then a failing call may not be undone, and says so).
 
-By default a world holds a private in-memory copy of its image. ``shared_base=True``: the world opens its
+    By default a world holds a private in-memory copy of its image. ``shared_base=True``: the world opens its
     image's file (:meth:`WorldImage.file`), which every such world of the image, in every process, shares and
     none writes; it then holds only the pages it read lately and those it wrote. COMMIT is refused, since it
     would write the shared file, and the rule above becomes strict: a write made after the transaction was
