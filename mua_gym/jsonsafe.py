@@ -13,7 +13,7 @@ import json
 import math
 import re
 import sys
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 __all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "first_object", "loads", "loads_shape"]
 
@@ -50,11 +50,13 @@ def _finite_float(literal: str) -> float:
     return value
 
 
-def _decode(text: str, integer: Callable[[str], Any], real: Callable[[str], Any],
-            constant: Callable[[str], Any]) -> Any:
-    """``json.loads`` with these readers of integers, reals and NaN/Infinity; its failures made :class:`JSONError`."""
+def _decode(text: str, decoder: json.JSONDecoder) -> Any:
+    """``decoder``'s value for ``text``; its failures made :class:`JSONError`."""
     try:
-        return json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
+        if isinstance(text, str) and not text.startswith("\ufeff"):
+            return decoder.decode(text)  # (one decoder for every call: json.loads with hooks builds one each time)
+        return json.loads(text, parse_int=decoder.parse_int, parse_float=decoder.parse_float,
+                          parse_constant=decoder.parse_constant)  # bytes, a BOM: json.loads's own checks
     except json.JSONDecodeError as exc:
         raise JSONError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
@@ -63,7 +65,7 @@ def _decode(text: str, integer: Callable[[str], Any], real: Callable[[str], Any]
 
 def loads(text: str) -> Any:
     """The value of a JSON text; raises :class:`JSONError` for anything that is not plain, finite JSON."""
-    return _decode(text, _bounded_int, _finite_float, _refuse_constant)
+    return _decode(text, _STRICT)
 
 
 #: How many candidate objects :func:`first_object` tries before it gives up (a reply is prose and one object).
@@ -101,11 +103,15 @@ def first_object(text: str) -> Any:
 def loads_shape(text: str) -> Any:
     """The structure of a JSON text whose numbers :func:`loads` may refuse (every number reads as 0), to tell
     what it was meant to be; raises :class:`JSONError` where the syntax itself is broken."""
-    return _decode(text, _zero, _zero, _zero)
+    return _decode(text, _SHAPE)
 
 
 def _zero(literal: str) -> int:
     return 0
+
+
+_STRICT = json.JSONDecoder(parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_refuse_constant)
+_SHAPE = json.JSONDecoder(parse_int=_zero, parse_float=_zero, parse_constant=_zero)
 
 
 def dumps(value: Any) -> str:
