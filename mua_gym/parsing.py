@@ -279,7 +279,7 @@ def _call_from_any(item: Any, index: int) -> ToolCall:
         raise ActionError(f"a tool call must be a dict, not {type(item).__name__}")
     call_id = item.get("id")
     call = _call_from_obj(item, call_id if isinstance(call_id, str) else "")  # other ids are replaced
-    if isinstance(item.get("function"), dict) and "arguments" in item["function"]:
+    if call.function.name == MALFORMED and isinstance(item.get("function"), dict) and "arguments" in item["function"]:
         raw = _arguments_text(call.function.name, item["function"]["arguments"])
         call = ToolCall(id=call.id, function=FunctionCall(name=call.function.name, arguments=raw))
     return call
