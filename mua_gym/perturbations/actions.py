@@ -6,7 +6,6 @@ a task needs, and a distractor's call is refused without touching the world.
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
@@ -28,6 +27,12 @@ _REFUSALS = ("tool '{}' is not enabled for this account", "tool '{}' is deprecat
 
 def _function(schema: dict[str, Any]) -> dict[str, Any]:
     return schema.get("function", {})
+
+
+def _with_function(schema: dict[str, Any], function: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with ``function`` in place of its own; the rest is shared, as the env shares its clean schemas
+    (read-only) across episodes: copying only what changes keeps a perturbed reset cheap."""
+    return {**schema, "function": function}
 
 
 def _variants(name: str) -> list[str]:
@@ -65,11 +70,10 @@ class DistractorTools(Perturbation):
                 continue
             name = names[int(rng.integers(len(names)))]
             taken.add(name)
-            copied = copy.deepcopy(original)
-            copied["function"]["name"] = name
+            function = {**_function(original), "name": name}
             if rng.random() < 0.5:
-                copied["function"]["description"] = "(New) " + copied["function"].get("description", "")
-            self._added.append((_function(original)["name"], copied))
+                function["description"] = "(New) " + function.get("description", "")
+            self._added.append((_function(original)["name"], _with_function(original, function)))
             self._refusals[name] = _REFUSALS[int(rng.integers(len(_REFUSALS)))].format(name)
         return {"added": [_function(s)["name"] for _, s in self._added]}
 
@@ -102,10 +106,30 @@ _REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+_COMPILED = tuple((re.compile(pattern), ways) for pattern, ways in _REWORDINGS)
+_ANY_REWORDING = re.compile("|".join(pattern for pattern, _ in _REWORDINGS))
+
+
 def _reword(text: str, rng: np.random.Generator) -> str:
-    for pattern, ways in _REWORDINGS:
-        text = re.sub(pattern, lambda _: ways[int(rng.integers(len(ways)))], text)
+    if not _ANY_REWORDING.search(text):  # (most texts: one scan instead of one per rewording)
+        return text
+    for pattern, ways in _COMPILED:
+        text = pattern.sub(lambda _: ways[int(rng.integers(len(ways)))], text)
     return text
+
+
+def _reworded_parameters(parameters: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """``parameters`` with each property's description reworded, in the properties' order (new dicts only
+    where a description changes)."""
+    properties = parameters.get("properties")
+    if not properties:
+        return parameters
+    out = {}
+    for key, prop in properties.items():
+        if isinstance(prop.get("description"), str):
+            prop = {**prop, "description": _reword(prop["description"], rng)}
+        out[key] = prop
+    return {**parameters, "properties": out}
 
 
 @register_perturbation
@@ -129,8 +153,7 @@ class ToolDescriptions(Perturbation):
         reworded, swapped = [], []
         for i, schema in enumerate(schemas):
             name = _function(schema).get("name", "")
-            changed = copy.deepcopy(schema)
-            function = changed["function"]
+            function = dict(_function(schema))
             touched = False
             if len(schemas) > 1 and rng.random() < self.misleading:
                 other = int(rng.integers(len(schemas) - 1))
@@ -140,13 +163,12 @@ class ToolDescriptions(Perturbation):
                 touched = True
             if rng.random() < self.paraphrase:
                 function["description"] = _reword(function.get("description", ""), rng)
-                for parameter in function.get("parameters", {}).get("properties", {}).values():
-                    if isinstance(parameter.get("description"), str):
-                        parameter["description"] = _reword(parameter["description"], rng)
+                if "parameters" in function:
+                    function["parameters"] = _reworded_parameters(function["parameters"], rng)
                 reworded.append(name)
                 touched = True
             if touched:
-                self._changed[name] = changed
+                self._changed[name] = _with_function(schema, function)
         return {"reworded": reworded, "misleading": swapped}
 
     def tools(self, schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -180,7 +202,7 @@ class CostNotes(Perturbation):
         for schema in schemas:
             note = self._notes.get(_function(schema).get("name", ""))
             if note is not None:
-                schema = copy.deepcopy(schema)
-                schema["function"]["description"] = schema["function"].get("description", "") + note
+                function = _function(schema)
+                schema = _with_function(schema, {**function, "description": function.get("description", "") + note})
             out.append(schema)
         return out
