@@ -190,14 +190,25 @@ class ResultFields(Perturbation):
         super().__init__(reorder=self.reorder, rename=self.rename)
         self._style: str | None = None
         self._kept: frozenset[str] = frozenset()
+        self._kept_for: tuple[str, list[dict[str, Any]], frozenset[str]] | None = None
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
         super().begin(rng, facts)
         styles = ("camel", "pascal", "kebab")
         self._style = styles[int(rng.integers(3))] if rng.random() < self.rename else None
         if self._style is not None:
-            self._kept = frozenset(_WORD_OR_FIELD.findall(facts.policy)) | _enum_words(facts.tool_schemas)
+            self._kept = self._words_kept(facts.policy, facts.tool_schemas)
         return {"style": self._style}
+
+    def _words_kept(self, policy: str, schemas: list[dict[str, Any]]) -> frozenset[str]:
+        """The field-like words of the policy and the schemas' enums; worked out again only where the env's
+        (shared, read-only) policy or schema list is another object than last episode's."""
+        last = self._kept_for
+        if last is not None and last[0] is policy and last[1] is schemas:
+            return last[2]
+        kept = frozenset(_WORD_OR_FIELD.findall(policy)) | _enum_words(schemas)
+        self._kept_for = (policy, schemas, kept)
+        return kept
 
     def _change(self, value: Any) -> Any:
         if isinstance(value, list):
