@@ -188,7 +188,7 @@ FIRST_DRAFT = (select(customer_bills.c.bill_id.label("listed_id"), bills.c.bill_
 
 
 # A charge on the first draft bill, written without reading it first: the line item (inserted only where that
-# first row is a draft, not a missing bill) and the bill's new total.
+# first row is a draft, not a missing bill; it returns the bill's id), then the bill's new total.
 _draft = FIRST_DRAFT.subquery()
 ITEM_ON_DRAFT = insert(bill_line_items).from_select(
     ["bill_id", "position", "description", "amount", "date", "item_type"],
@@ -197,8 +197,8 @@ ITEM_ON_DRAFT = insert(bill_line_items).from_select(
            .where(bill_line_items.c.bill_id == _draft.c.bill_id).scalar_subquery(),
            P("v_description"), P("v_amount"), P("v_date"), P("v_type"))
     .where(_draft.c.bill_id.is_not(None))).returning(ROWID, *bill_line_items.c)
-TOTAL_ON_DRAFT = (update(bills).where(bills.c.bill_id == select(_draft.c.bill_id).scalar_subquery())
-                  .values(total_due=bills.c.total_due + P("v_amount")).returning(ROWID, *bills.c))
+TOTAL_ON_BILL = (update(bills).where(bills.c.bill_id == P("bid"))
+                 .values(total_due=bills.c.total_due + P("v_amount")).returning(ROWID, *bills.c))
 
 
 def _customer_bills(world: World, customer_id: str) -> list[dict[str, Any]]:
@@ -241,9 +241,10 @@ def _apply_one_time_charge(world: World, customer_id: str, amount: float, descri
 
     The caller has checked that the customer exists."""
     item_type = "Credit" if amount < 0 else "Charge"
-    if world.execute_and_keep(ITEM_ON_DRAFT, cid=customer_id, v_description=description, v_amount=amount,
-                              v_date=str(TODAY), v_type=item_type):
-        world.execute_and_keep(TOTAL_ON_DRAFT, cid=customer_id, v_amount=amount)
+    added = world.execute_and_keep(ITEM_ON_DRAFT, cid=customer_id, v_description=description, v_amount=amount,
+                                   v_date=str(TODAY), v_type=item_type)
+    if added:
+        world.execute_and_keep(TOTAL_ON_BILL, bid=added[0][1], v_amount=amount)  # (row: rowid, bill_id, ...)
         return
     draft = world.fetch_one(FIRST_DRAFT, cid=customer_id)  # no draft, or a listed bill is missing
     if draft is not None:
