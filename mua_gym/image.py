@@ -23,7 +23,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 from mua_gym.diff import HASH_MOD, row_hash
 from mua_gym.sql import Key, Row, TableInfo, connect, engine_over, quote
 
-__all__ = ["CHANGES", "Delta", "WorldImage", "WorldSnapshot", "Writes", "apply_writes"]
+__all__ = ["CHANGES", "Delta", "WorldImage", "WorldSnapshot", "Writes", "apply_writes", "sweep_stale_files"]
 
 #: The change log: (table, rowid) of every row written since the image's state.
 CHANGES = "_mua_changes"
@@ -43,6 +43,53 @@ def _remove_file(path: str, owner: int) -> None:
             os.remove(path)
         except OSError:
             pass
+
+
+_FILE_PREFIX = "mua-gym-image-"  # then the writing process's id and a dash
+_swept: list[bool] = []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (another user's process: alive)
+        return True
+    return True
+
+
+def sweep_stale_files(folder: str | None = None) -> list[str]:
+    """Removes the image files in ``folder`` (the temp folder by default) whose writing process is gone: one
+    killed before its finalizers ran leaves its files behind. Returns the paths removed.
+
+    A file removed while another process still reads it (a process id seen from another pid namespace) costs that
+    process nothing: open connections keep reading it, and its image writes a new file when asked for one."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(_FILE_PREFIX) and name.endswith(".sqlite")):
+            continue
+        pid = name[len(_FILE_PREFIX):].partition("-")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            path = os.path.join(folder, name)
+            try:
+                os.remove(path)
+            except OSError:
+                continue
+            removed.append(path)
+    return removed
+
+
+def _sweep_once() -> None:
+    """:func:`sweep_stale_files`, the first time a process writes an image file."""
+    if not _swept:
+        _swept.append(True)
+        sweep_stale_files()
 
 
 def _install_change_tracking(raw: sqlite3.Connection, tables: list[str]) -> None:
@@ -122,11 +169,13 @@ class WorldImage:
 
     def file(self) -> str:
         """The path of a file holding :attr:`data`, written on first use and removed with the image (by the
-        process that wrote it). Worlds open it as their shared, never-written base (see :class:`World`)."""
+        process that wrote it; a process's first file also sweeps away those of processes that were killed, see
+        :func:`sweep_stale_files`). Worlds open it as their shared, never-written base (see :class:`World`)."""
         if self._file is None or not os.path.exists(self._file):  # (a cleaner may have removed it)
             with self._file_lock:
                 if self._file is None or not os.path.exists(self._file):
-                    fd, path = tempfile.mkstemp(prefix="mua-gym-image-", suffix=".sqlite")
+                    _sweep_once()
+                    fd, path = tempfile.mkstemp(prefix=f"{_FILE_PREFIX}{os.getpid()}-", suffix=".sqlite")
                     with os.fdopen(fd, "wb") as out:
                         out.write(self.data)
                     weakref.finalize(self, _remove_file, path, os.getpid())

@@ -586,6 +586,41 @@ def test_an_image_file_goes_with_its_image_and_not_from_a_forked_child(mock, tmp
     assert not os.path.exists(path)
 
 
+def test_image_files_of_killed_processes_are_swept_and_no_others(mock, tmp_path, monkeypatch):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    from mua_gym import image as image_module
+    from mua_gym.image import WorldImage
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    child.send_signal(signal.SIGKILL)  # killed: its finalizers never ran
+    child.wait()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        monkeypatch.setattr(image_module, "_swept", [])
+        dead = tmp_path / f"mua-gym-image-{child.pid}-abc.sqlite"
+        live = tmp_path / f"mua-gym-image-{sleeper.pid}-abc.sqlite"
+        other = tmp_path / f"other-{child.pid}-abc.sqlite"
+        for path in (dead, live, other):
+            path.write_bytes(b"x")
+        image = WorldImage.from_bytes(mock.image().metadata, mock.image().data, mock.image().hash)
+        path = image.file()  # a process's first file sweeps
+        assert os.path.basename(path).startswith(f"mua-gym-image-{os.getpid()}-")
+        assert not dead.exists() and live.exists() and other.exists()
+        dead.write_bytes(b"x")
+        WorldImage.from_bytes(mock.image().metadata, mock.image().data, mock.image().hash).file()
+        assert dead.exists()  # once a process only: a file is not a hot path for directory scans
+        assert image_module.sweep_stale_files(str(tmp_path)) == [str(dead)] and os.path.exists(path)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_a_write_that_reached_the_shared_file_is_noticed_and_new_worlds_get_a_fresh_one(mock):
     image = mock.image()
     w = World(image, mock.tools, shared_base=True)
