@@ -56,6 +56,23 @@ def test_a_perturbation_added_to_a_stack_leaves_the_others_draws_alone():
     assert info_two["perturbations"][:2] == info_one["perturbations"]
 
 
+def test_a_static_perturbation_draws_the_same_every_episode_and_its_spec_round_trips():
+    env = mua_gym.make("mua/Retail-v0", user="scenario", perturb="action:static=5+tool_faults:rate=0.3")
+    infos = [env.reset(seed=seed)[1] for seed in (0, 1, 2)]
+    tools = [json.dumps(info["tools"]) for info in infos]
+    assert tools[0] == tools[1] == tools[2]  # the action family: one variant for every episode
+    assert {d["static"] for info in infos for d in info["perturbations"][:3]} == {5}
+    faults = [info["perturbations"][3] for info in infos]
+    assert "static" not in faults[0]
+    again = mua_gym.make("mua/Retail-v0", user="scenario", perturb="action:static=5")
+    assert json.dumps(again.reset(seed=9)[1]["tools"]) == tools[0]  # the seed, not the episode, decides
+    other = mua_gym.make("mua/Retail-v0", user="scenario", perturb="action:static=6")
+    assert json.dumps(other.reset(seed=0)[1]["tools"]) != tools[0]
+    stack = make_perturbations("action:static=5+tool_faults:rate=0.3:kinds=timeout|+persona")
+    assert repr(make_perturbations(repr(stack))) == repr(stack)
+    assert [item.static for item in stack.items] == [5, 5, 5, None, None]
+
+
 def test_the_envs_own_task_stream_is_the_same_with_and_without_perturbations():
     clean = mua_gym.make("mua/Retail-v0", user="scenario")
     perturbed = mua_gym.make("mua/Retail-v0", user="scenario", perturb=ALL)
@@ -253,6 +270,7 @@ def test_the_gap_table_reports_a_drop_per_spec(tmp_path, capsys):
     ("typos:speed=3", "unexpected keyword"), ("tool_faults:rate=1", "below 1"),
     ("tool_faults:kinds=meteor", "unknown: .'meteor'"), ("persona:kinds=grumpy", "unknown: .'grumpy'"),
     ("persona:kinds=|", "unknown: .none named."), ("distractor_tools:count=inf", "distractor_tools"),
+    ("action:static=-1", "static is a seed"), ("typos:static=x", "static is a seed"),
 ])
 def test_bad_specs_fail_at_make_with_a_clear_message(spec, message):
     with pytest.raises(ValueError, match=message):

@@ -19,15 +19,16 @@ user                ``persona``            impatient, vague or mind-changing use
 ==================  =====================  ===========================================================
 
 Each draws its parameters per episode from the episode's seed: the same seed gives the same perturbations,
-bit for bit. ``info["perturbations"]`` (at reset) and the trajectory's ``perturbations`` record what was drawn;
+bit for bit. ``:static=N`` after a name or a family (``"action:static=0"``) draws from ``N`` in every episode
+instead: the same variant throughout, as static-perturbation training wants and as TRL's fixed tools need. ``info["perturbations"]`` (at reset) and the trajectory's ``perturbations`` record what was drawn;
 a step's ``info["perturbation_events"]`` and the trajectory record what was done (a fault injected, a distractor
 refused). See :mod:`mua_gym.perturbations.base` for writing one.
 """
 
 from mua_gym.perturbations.actions import CostNotes, DistractorTools, ToolDescriptions
 from mua_gym.perturbations.base import (
-    FAMILIES, Call, EpisodeFacts, Family, Perturbation, Perturbations, make_perturbations, perturbation_names,
-    register_perturbation,
+    FAMILIES, Call, EpisodeFacts, Family, Perturbation, Perturbations, made_static, make_perturbations,
+    perturbation_names, register_perturbation,
 )
 from mua_gym.perturbations.observations import Paraphrase, ResultFields, Typos
 from mua_gym.perturbations.transitions import FAULTS, ToolFaults
@@ -36,5 +37,5 @@ from mua_gym.perturbations.users import PERSONAS, OffScriptPersona
 __all__ = [
     "FAMILIES", "FAULTS", "PERSONAS", "Call", "CostNotes", "DistractorTools", "EpisodeFacts", "Family",
     "OffScriptPersona", "Paraphrase", "Perturbation", "Perturbations", "ResultFields", "ToolDescriptions",
-    "ToolFaults", "Typos", "make_perturbations", "perturbation_names", "register_perturbation",
+    "ToolFaults", "Typos", "made_static", "make_perturbations", "perturbation_names", "register_perturbation",
 ]

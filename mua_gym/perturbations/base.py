@@ -19,6 +19,10 @@ hook                         called with, and returns
 Every hook defaults to "no change". What a perturbation drew is its ``begin``'s return value; what it did
 during the episode (a fault injected into a call) it reports through :meth:`Perturbation.event`. The env puts
 both in ``info`` and in the trajectory.
+
+A perturbation made ``static`` (``static=N`` in a spec: ``"action:static=0"``) draws from seed ``N`` in every
+episode instead of the episode's seed, so every episode sees the same variant: RL with static perturbations, and
+what a loop needs that fixes its tools once (TRL's ``environment_factory``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
     from mua_gym.task import Task
 
 __all__ = ["Call", "EpisodeFacts", "Family", "FAMILIES", "PerturbSpec", "Perturbation", "Perturbations",
-           "make_perturbations", "perturbation_names", "register_perturbation"]
+           "made_static", "make_perturbations", "perturbation_names", "register_perturbation"]
 
 Family = Literal["observation", "action", "transition", "user"]
 FAMILIES: tuple[Family, ...] = ("observation", "action", "transition", "user")
@@ -84,6 +88,8 @@ class Perturbation:
         self._events: list[dict[str, Any]] = []
         #: The episode's generator (set by :meth:`begin`): every later draw of the episode comes from it.
         self.rng = np.random.default_rng(0)
+        #: The seed every episode draws from instead of its own (None: the episode's seed); see the module.
+        self.static: int | None = None
 
     def options(self) -> dict[str, Any]:
         """The options it was made with (recorded with each episode)."""
@@ -120,8 +126,17 @@ class Perturbation:
         return text
 
     def __repr__(self) -> str:
-        options = ",".join(f"{k}={v}" for k, v in self.options().items())
-        return f"{self.name}:{options}" if options else self.name
+        pairs = [f"{k}={_spec_text(v)}" for k, v in self.options().items()]
+        if self.static is not None:
+            pairs.append(f"static={self.static}")
+        return ":".join([self.name, *pairs])
+
+
+def _spec_text(value: Any) -> str:
+    """An option's value as a spec writes it (a list as ``a|b``, one item as ``a|``): what :func:`_value` reads."""
+    if isinstance(value, (list, tuple)):
+        return "|".join(str(v) for v in value) + ("|" if len(value) == 1 else "")
+    return str(value)
 
 
 def chance(name: str, value: float) -> float:
@@ -164,10 +179,26 @@ def _value(text: str) -> Any:
     return text
 
 
+def made_static(items: list[Perturbation], seed: Any) -> list[Perturbation]:
+    """``items``, each drawing from ``seed`` in every episode (see the module); ValueError for a seed that is
+    not a whole number of 0 or more."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"static is a seed, a whole number of 0 or more, not {seed!r}")
+    for item in items:
+        item.static = seed
+    return items
+
+
 def _parse_one(spec: str) -> list[Perturbation]:
-    """``name``, ``name:key=value:key=value`` or a family's name (each of its perturbations with defaults)."""
+    """``name``, ``name:key=value:key=value`` or a family's name (each of its perturbations with defaults); any of
+    them may end with ``:static=N``."""
     name, *pairs = spec.strip().split(":")
     _load_builtins()
+    static = [p for p in pairs if p.partition("=")[0].strip() == "static"]
+    if static:
+        pairs = [p for p in pairs if p not in static]
+        seed = _value(static[-1].partition("=")[2].strip())
+        return made_static(_parse_one(":".join([name, *pairs])), seed)
     if name in FAMILIES and not pairs:
         return [kind() for kind in _REGISTRY.values() if kind.family == name]
     kind = _REGISTRY.get(name)
@@ -219,9 +250,11 @@ class Perturbations:
         self.drawn = []
         for index, item in enumerate(self.items):
             item.take_events()
-            rng = np.random.default_rng([seed, index, 0x9E7])
-            self.drawn.append({"name": item.name, "family": item.family, **item.options(),
-                               **item.begin(rng, facts)})
+            rng = np.random.default_rng([seed if item.static is None else item.static, index, 0x9E7])
+            record = {"name": item.name, "family": item.family, **item.options()}
+            if item.static is not None:
+                record["static"] = item.static
+            self.drawn.append({**record, **item.begin(rng, facts)})
         return self.drawn
 
     def take_events(self) -> list[dict[str, Any]]:
