@@ -125,19 +125,42 @@ def environment_factory(env_id: str, **make_kwargs: Any) -> type:
     ``send_message_to_user``; ``reset(**row)`` and ``get_reward()`` are as the module docstring says.
     ``make_kwargs`` go to ``mua_gym.make`` (``user=``, ``max_turns=``, ``world=``, ...); every episode step
     counts as one env turn, so a long rollout may want a larger ``max_turns``.
+
+    TRL reads the tools once per class, so the action family of a ``perturb=`` (distractor tools, reworded
+    descriptions, cost notes) cannot change per episode here: its perturbations are made static (seed 0 unless
+    the spec says ``:static=N``), the class's methods are that variant's tools, and a distractor's method is
+    refused by the env as in any episode. The other families still draw per episode.
     """
     require("trl", "trl")
     import mua_gym
 
+    make_kwargs = _with_static_tools(make_kwargs)
     probe = mua_gym.make(env_id, **make_kwargs).unwrapped
     try:
-        schemas = list(probe.core.tool_schemas)
+        if probe.core.perturbations is not None:  # the tools of the (static) variant every episode offers
+            probe.reset(seed=0)
+            schemas = list(probe.core.episode_tools)
+        else:
+            schemas = list(probe.core.tool_schemas)
     finally:
         probe.close()
     methods = _tool_methods(schemas, env_id)
     name = "Mua" + "".join(ch for ch in env_id.split("/")[-1].split("-")[0] if ch.isalnum()) + "Env"
     return type(name, (_MuaToolEnv,), {**methods, "_env_id": env_id, "_make_kwargs": dict(make_kwargs),
                                        "__doc__": f"TRL environment over {env_id} (see mua_gym.integrations.trl)."})
+
+
+def _with_static_tools(make_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``make_kwargs`` with the action perturbations of its ``perturb=`` made static (seed 0 where not already)."""
+    from mua_gym.perturbations import made_static, make_perturbations
+
+    stack = make_perturbations(make_kwargs.get("perturb"))
+    if stack is None:
+        return make_kwargs
+    for item in stack.items:
+        if item.family == "action" and item.static is None:
+            made_static([item], 0)
+    return {**make_kwargs, "perturb": stack}
 
 
 def _tool_methods(schemas: list[dict[str, Any]], label: str) -> dict[str, Any]:

@@ -160,6 +160,36 @@ def test_the_tools_are_the_domains_plus_talking_and_bad_calls_come_back_as_error
     assert prompt[1] == {"role": "user", "content": ""}
 
 
+def test_action_perturbations_are_static_tools_of_the_class_and_other_families_still_vary():
+    import inspect
+
+    factory = mua_trl.environment_factory("mua/Mock-v0", perturb="action+typos")
+    methods = {n: f for n, f in inspect.getmembers(factory, predicate=inspect.isfunction) if not n.startswith("_")}
+    clean = {s["function"]["name"] for s in mua_gym.AsyncMuaEnv("mock").tool_schemas}
+    env = factory()
+    rates, refusals = set(), 0
+    for seed in range(4):
+        env.reset(task_id="mock-cancel-card", seed=seed)
+        core = env.env.core
+        drawn = {d["name"]: d for d in env.env.trajectory().perturbations["drawn"]}
+        offered = {s["function"]["name"]: s["function"]["description"] for s in core.episode_tools}
+        assert set(methods) == set(offered) | {"send_message_to_user", "reset", "get_reward"}  # every episode
+        assert drawn["distractor_tools"]["static"] == 0 and "static" not in drawn["typos"]
+        rates.add(drawn["typos"]["episode_rate"])
+        for name, description in offered.items():  # the model reads what the episode offers
+            assert inspect.getdoc(methods[name]).startswith(description.split("\n")[0].strip()[:40])
+        added = drawn["distractor_tools"]["added"]
+        assert added and set(added) <= set(methods) - clean
+        state = env.env.world.state_hash()
+        for name in added:
+            reply = getattr(env, name)(**{p: "O1001" for p in inspect.signature(methods[name]).parameters
+                                          if p != "self"})
+            refusals += reply.startswith("Error")
+        assert env.env.world.state_hash() == state  # a distractor never reaches the world
+        assert env.find_customer_by_email(email="ana@example.com") == "C001"
+    assert refusals == 4 * len(added) and len(rates) > 1  # typos drew per episode; the tools did not
+
+
 @pytest.mark.slow
 def test_the_readme_block_trains_a_step(tokenizer, tmp_path, monkeypatch):
     """The README's TRL code, as written, on a tiny random model saved where a hub name would go."""
