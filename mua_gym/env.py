@@ -560,6 +560,23 @@ class AsyncMuaEnv:
         """The policy text every episode's system message holds: the domain's, or the ``policy=`` given."""
         return self._policy
 
+    def static_tools(self) -> list[dict[str, Any]]:
+        """The agent's tool schemas that every episode offers: ``tool_schemas`` as the env's action
+        perturbations draw them (each must be static, see :mod:`mua_gym.perturbations`), drawn here without
+        starting an episode or its user; ``tool_schemas`` where there are none. Raises ValueError where an
+        action perturbation draws per episode."""
+        if self.perturbations is None:
+            return self.tool_schemas
+        varying = [item.name for item in self.perturbations.items if item.family == "action" and item.static is None]
+        if varying:
+            raise ValueError(f"action perturbations {varying} draw per episode: no tools are the same in every "
+                             "one (give them ':static=N')")
+        task = self.tasks()[0]  # (static draws read the schemas and the policy, not the task)
+        stack = make_perturbations(self.perturbations)
+        stack.begin(0, EpisodeFacts(task, prepare_task(self.domain, task).gold_agent_calls, self.tool_schemas,
+                                    self._policy))
+        return stack.tools(self.tool_schemas)
+
     @property
     def episode_tools(self) -> list[dict[str, Any]]:
         """The agent's tool schemas in the running episode: ``tool_schemas``, or as an action perturbation made

@@ -68,6 +68,9 @@ def test_a_static_perturbation_draws_the_same_every_episode_and_its_spec_round_t
     assert json.dumps(again.reset(seed=9)[1]["tools"]) == tools[0]  # the seed, not the episode, decides
     other = mua_gym.make("mua/Retail-v0", user="scenario", perturb="action:static=6")
     assert json.dumps(other.reset(seed=0)[1]["tools"]) != tools[0]
+    assert json.dumps(env.unwrapped.core.static_tools()) == tools[0]  # drawn without an episode
+    with pytest.raises(ValueError, match="draw per episode"):
+        mua_gym.make("mua/Retail-v0", perturb="action").unwrapped.core.static_tools()
     stack = make_perturbations("action:static=5+tool_faults:rate=0.3:kinds=timeout|+persona")
     assert repr(make_perturbations(repr(stack))) == repr(stack)
     assert [item.static for item in stack.items] == [5, 5, 5, None, None]

@@ -137,11 +137,7 @@ def environment_factory(env_id: str, **make_kwargs: Any) -> type:
     make_kwargs = _with_static_tools(make_kwargs)
     probe = mua_gym.make(env_id, **make_kwargs).unwrapped
     try:
-        if probe.core.perturbations is not None:  # the tools of the (static) variant every episode offers
-            probe.reset(seed=0)
-            schemas = list(probe.core.episode_tools)
-        else:
-            schemas = list(probe.core.tool_schemas)
+        schemas = list(probe.core.static_tools())
     finally:
         probe.close()
     methods = _tool_methods(schemas, env_id)
