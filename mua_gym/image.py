@@ -46,7 +46,7 @@ def _remove_file(path: str, owner: int) -> None:
 
 
 _FILE_PREFIX = "mua-gym-image-"  # then the writing process's id and a dash
-_swept: list[bool] = []
+_swept = False  # whether this process has swept (see _sweep_once)
 
 
 def _alive(pid: int) -> bool:
@@ -87,8 +87,9 @@ def sweep_stale_files(folder: str | None = None) -> list[str]:
 
 def _sweep_once() -> None:
     """:func:`sweep_stale_files`, the first time a process writes an image file."""
+    global _swept
     if not _swept:
-        _swept.append(True)
+        _swept = True
         sweep_stale_files()
 
 

@@ -602,7 +602,7 @@ def test_image_files_of_killed_processes_are_swept_and_no_others(mock, tmp_path,
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-        monkeypatch.setattr(image_module, "_swept", [])
+        monkeypatch.setattr(image_module, "_swept", False)
         dead = tmp_path / f"mua-gym-image-{child.pid}-abc.sqlite"
         live = tmp_path / f"mua-gym-image-{sleeper.pid}-abc.sqlite"
         other = tmp_path / f"other-{child.pid}-abc.sqlite"
