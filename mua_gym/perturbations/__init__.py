@@ -20,9 +20,10 @@ user                ``persona``            impatient, vague or mind-changing use
 
 Each draws its parameters per episode from the episode's seed: the same seed gives the same perturbations,
 bit for bit. ``:static=N`` after a name or a family (``"action:static=0"``) draws from ``N`` in every episode
-instead: the same variant throughout, as static-perturbation training wants and as TRL's fixed tools need. ``info["perturbations"]`` (at reset) and the trajectory's ``perturbations`` record what was drawn;
-a step's ``info["perturbation_events"]`` and the trajectory record what was done (a fault injected, a distractor
-refused). See :mod:`mua_gym.perturbations.base` for writing one.
+instead: the same variant throughout, as static-perturbation training wants and as TRL's fixed tools need.
+``info["perturbations"]`` (at reset) and the trajectory's ``perturbations`` record what was drawn; a step's
+``info["perturbation_events"]`` and the trajectory record what was done (a fault injected, a distractor refused).
+See :mod:`mua_gym.perturbations.base` for writing one.
 """
 
 from mua_gym.perturbations.actions import CostNotes, DistractorTools, ToolDescriptions

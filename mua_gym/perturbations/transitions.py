@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbation, register_perturbation
+from mua_gym.perturbations.base import Call, Perturbation, register_perturbation
 from mua_gym.tools import ToolResult
 
 __all__ = ["FAULTS", "ToolFaults"]
