@@ -243,8 +243,7 @@ class AsyncMuaEnv:
         user_seed = int(self._rng.bit_generator.random_raw()) >> 33  # 31 random bits (Generator.integers is slow)
         user_task, self._episode_tools, self._perturbation_record = task, self.tool_schemas, None
         if self.perturbations is not None:  # drawn from the user's seed: the env's own stream stays as it was
-            drawn = self.perturbations.begin(user_seed, EpisodeFacts(task, prepared.gold_agent_calls,
-                                                                     self.tool_schemas, self._policy))
+            drawn = self.perturbations.begin(user_seed, self._facts(task, prepared.gold_agent_calls))
             self._perturbation_record = {"drawn": drawn, "events": []}
             self._episode_tools = self.perturbations.tools(self.tool_schemas)
             user_task = self.perturbations.user_task(task)
@@ -573,9 +572,12 @@ class AsyncMuaEnv:
                              "one (give them ':static=N')")
         task = self.tasks()[0]  # (static draws read the schemas and the policy, not the task)
         stack = make_perturbations(self.perturbations)
-        stack.begin(0, EpisodeFacts(task, prepare_task(self.domain, task).gold_agent_calls, self.tool_schemas,
-                                    self._policy))
+        stack.begin(0, self._facts(task, prepare_task(self.domain, task).gold_agent_calls))
         return stack.tools(self.tool_schemas)
+
+    def _facts(self, task: Task, gold_agent_calls: int) -> EpisodeFacts:
+        """What perturbations read of an episode of ``task`` when they draw."""
+        return EpisodeFacts(task, gold_agent_calls, self.tool_schemas, self._policy)
 
     @property
     def episode_tools(self) -> list[dict[str, Any]]:

@@ -153,9 +153,7 @@ def _with_static_tools(make_kwargs: dict[str, Any]) -> dict[str, Any]:
     stack = make_perturbations(make_kwargs.get("perturb"))
     if stack is None:
         return make_kwargs
-    for item in stack.items:
-        if item.family == "action" and item.static is None:
-            made_static([item], 0)
+    made_static([item for item in stack.items if item.family == "action" and item.static is None], 0)
     return {**make_kwargs, "perturb": stack}
 
 
