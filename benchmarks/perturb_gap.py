@@ -32,14 +32,13 @@ def main(argv: list[str] | None = None) -> list[Any]:
 
     from mua_gym.evaluation import EvalConfig, evaluate
     from mua_gym.integrations import trl as mua_trl
-    from mua_gym.perturbations import make_perturbations
+    from mua_gym.perturbations import check_perturb_specs
     from mua_gym.perturbations.gap import format_gap, gap_rows
 
     own = argparse.ArgumentParser(add_help=False)
     own.add_argument("--perturb", action="append", required=True, metavar="SPEC")
     mine, rest = own.parse_known_args(argv)
-    for spec in mine.perturb:
-        make_perturbations(spec)
+    check_perturb_specs(mine.perturb)
     args = train_grpo.parse_args(rest)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -48,7 +47,7 @@ def main(argv: list[str] | None = None) -> list[Any]:
     keywords = train_grpo.curriculum(args)
     ids = train_grpo.task_ids(args, args.eval_split, args.eval_tasks)
     settings = {"max_completion_length": args.max_completion_length, "temperature": args.eval_temperature,
-                "max_tool_calling_iterations": args.max_tool_calls}
+                "max_tool_calling_iterations": args.max_tool_calls, "max_new_tokens": args.max_new_tokens or None}
     factory = mua_trl.agent_factory(model, tokenizer, **settings)
     runs: dict[str, list[Any]] = {}
     for spec in [None, *mine.perturb]:

@@ -190,7 +190,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
     from mua_gym.evaluation import EvalConfig
-    from mua_gym.perturbations import make_perturbations
+    from mua_gym.perturbations import check_perturb_specs
     from mua_gym.redact import Redactor
 
     user_kwargs = _key_values(args.user_arg, "--user-arg")
@@ -203,8 +203,7 @@ def _eval(args: argparse.Namespace) -> int:
                             world_params=_key_values(args.world_param, "--world-param"), trials=args.trials,
                             concurrency=args.concurrency, task_ids=args.task_ids, num_tasks=args.num_tasks,
                             seed=args.seed, max_turns=args.max_turns)
-        for spec in args.perturb:
-            make_perturbations(spec)  # an unknown name fails here, before anything runs
+        check_perturb_specs(args.perturb)  # an unknown name fails here, before anything runs
         check_agent_spec(args.agent, **agent_kwargs)
         probe = make_agent(args.agent, **agent_kwargs) if args.agent.startswith("litellm:") else None
         if isinstance(probe, LiteLLMAgent) and args.check:

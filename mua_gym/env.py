@@ -62,7 +62,7 @@ from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbations, Pertur
 from mua_gym.reward import (
     Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, reward_mode, shape,
 )
-from mua_gym.task import Task
+from mua_gym.task import Persona, Task
 from mua_gym.tools import ToolResult
 from mua_gym.trajectory import Trajectory, TrajectoryEntry
 from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, make_user
@@ -97,6 +97,14 @@ def _check_user_can_act(domain: Domain, user: UserSimulator, tasks: list[Task] |
         return
     raise ValueError(f"the {user.name!r} user cannot act, and {domain.name} is dual-control: its tasks need the user "
                      f"to run their own tools; use user='scenario' or an LLM user ('litellm:<model>')")
+
+
+def _check_user_takes_a_persona(user: UserSimulator, perturbations: Perturbations) -> None:
+    """Raises ValueError where a user-family perturbation would give ``user`` a persona it ignores (one built with
+    a fixed persona plays that one whatever the task says)."""
+    if isinstance(getattr(user, "persona_mode", None), Persona) and "user" in perturbations.families():
+        raise ValueError(f"the {user.name!r} user plays a fixed persona, which a user perturbation cannot replace; "
+                         "leave the user's persona to the task (persona='task' or 'sample') or drop the perturbation")
 
 
 class AsyncMuaEnv:
@@ -176,6 +184,9 @@ class AsyncMuaEnv:
         self._user_tool_schemas = self.domain.user_tools.schemas() if self.domain.user_tools else None
         self._episode = EpisodeState(done=True)
         self.perturbations: Perturbations | None = make_perturbations(perturb)
+        if self.perturbations is not None:
+            self.perturbations.check_tools(frozenset(t["function"]["name"] for t in self.tool_schemas))
+            _check_user_takes_a_persona(self.user, self.perturbations)
         self._episode_tools = self.tool_schemas  # the tools of the running episode (perturbed, they differ)
         self._perturbation_record: dict[str, Any] | None = None
 
@@ -570,7 +581,10 @@ class AsyncMuaEnv:
         if varying:
             raise ValueError(f"action perturbations {varying} draw per episode: no tools are the same in every "
                              "one (give them ':static=N')")
-        task = self.tasks()[0]  # (static draws read the schemas and the policy, not the task)
+        tasks = self.tasks()
+        if not tasks:
+            raise ValueError(f"no tasks in split {self.split!r}: static tools are drawn against one")
+        task = tasks[0]  # (static draws read the schemas and the policy, not the task)
         stack = make_perturbations(self.perturbations)
         stack.begin(0, self._facts(task, prepare_task(self.domain, task).gold_agent_calls))
         return stack.tools(self.tool_schemas)

@@ -10,8 +10,8 @@ import mua_gym
 from mua_gym.agents import FairAgent, make_agent
 from mua_gym.episode import prepare_task
 from mua_gym.perturbations import (
-    FAULTS, EpisodeFacts, OffScriptPersona, Paraphrase, ResultFields, ToolFaults, Typos, make_perturbations,
-    perturbation_names,
+    FAULTS, EpisodeFacts, OffScriptPersona, Paraphrase, ResultFields, ToolFaults, Typos, check_perturb_specs,
+    make_perturbations, perturbation_names,
 )
 from mua_gym.perturbations.observations import protected_words
 
@@ -160,9 +160,9 @@ def test_description_perturbations_keep_names_and_parameters_and_never_touch_the
             original["function"]["parameters"]["properties"].keys()
         assert "credits per call" in perturbed["function"]["description"]
     drawn = info["perturbations"][0]
-    assert drawn["misleading"]
-    swapped = next(t for t in info["tools"] if t["function"]["name"] == drawn["misleading"][0])
-    original = next(t for t in clean if t["function"]["name"] == drawn["misleading"][0])
+    assert drawn["swapped"]
+    swapped = next(t for t in info["tools"] if t["function"]["name"] == drawn["swapped"][0])
+    original = next(t for t in clean if t["function"]["name"] == drawn["swapped"][0])
     assert swapped["function"]["description"][:30] != original["function"]["description"][:30]
 
 
@@ -274,6 +274,10 @@ def test_the_gap_table_reports_a_drop_per_spec(tmp_path, capsys):
     ("tool_faults:kinds=meteor", "unknown: .'meteor'"), ("persona:kinds=grumpy", "unknown: .'grumpy'"),
     ("persona:kinds=|", "unknown: .none named."), ("distractor_tools:count=inf", "distractor_tools"),
     ("action:static=-1", "static is a seed"), ("typos:static=x", "static is a seed"),
+    ("transition:rate=0.5", "a family takes no options.*tool_faults"), ("distractor_tools:count=abc", "whole number"),
+    ("distractor_tools:count=1.5", "whole number"), ("typos:rate=abc", "rate is a chance"),
+    ("tool_faults:rate=x", "rate is a chance"), ("tool_faults:tools=", "names the tools"),
+    ("tool_faults:tools=get_order_detials", r"not offered to the agent.*get_order_details"),
 ])
 def test_bad_specs_fail_at_make_with_a_clear_message(spec, message):
     with pytest.raises(ValueError, match=message):
@@ -359,3 +363,67 @@ def test_result_fields_leave_keys_the_agent_sends_back_and_keep_the_tools_format
     assert fields.tool_result(None, compact).startswith('{"name":"José",')
     deep = "[" * 5000 + "]" * 5000
     assert fields.tool_result(None, deep) == deep
+
+
+def test_a_spec_name_may_carry_spaces_and_the_gap_refuses_empty_or_repeated_specs(capsys):
+    assert repr(make_perturbations(" typos :rate=0.1")) == "typos:rate=0.1:casing=0.3"
+    for specs in ([""], ["+"], ["typos", "typos"]):
+        with pytest.raises(ValueError, match="names no perturbation|more than once"):
+            check_perturb_specs(specs)
+    from mua_gym.cli import main
+
+    code = main(["eval", "--env", "mua/Retail-v0", "--agent", "fair", "--user", "scenario", "--num-tasks", "1",
+                 "--quiet", "--perturb", ""])
+    assert code == 2 and "perturbation spec '' names no perturbation" in capsys.readouterr().err
+
+
+def test_descriptions_keep_what_a_perturbation_before_them_added_and_their_record_keeps_its_options():
+    env = mua_gym.make("mua/Retail-v0", user="scenario", perturb="cost_notes+tool_descriptions:misleading=0.5")
+    _, info = env.reset(seed=3)
+    assert all("credits per call" in t["function"]["description"] for t in info["tools"])
+    drawn = info["perturbations"][1]
+    assert drawn["misleading"] == 0.5 and drawn["swapped"] and drawn["reworded"]
+
+
+def test_rewording_leaves_first_name_and_explicit_alone():
+    env = mua_gym.make("mua/Airline-v0", user="scenario", perturb="tool_descriptions:paraphrase=1:misleading=0")
+    _, info = env.reset(seed=0)
+    text = json.dumps(info["tools"])
+    assert "first name" in text and "beforehand" not in text
+
+
+def test_renamed_results_keep_every_name_a_tool_schema_takes():
+    env = mua_gym.make("mua/Airline-v0", user="scenario", perturb="result_fields:rename=1:reorder=0")
+    facts = None
+    for seed in range(6):
+        _, info = env.reset(seed=seed)
+        if info["perturbations"][0]["style"] is not None:
+            facts = env.unwrapped.core.task.user_scenario.facts
+            break
+    assert facts is not None
+    user_id = facts["user_id"]
+    step = env.step(json.dumps({"name": "get_user_details", "arguments": {"user_id": user_id}}))
+    shown = json.loads(step[0][-1]["content"])
+    passengers = shown.get("saved_passengers") or next(v for k, v in shown.items() if "passengers" in k.lower())
+    assert passengers and {"first_name", "last_name", "dob"} <= set(passengers[0])
+    assert "user_id" in shown and "saved_passengers" not in shown  # a parameter's name stays; a result's own goes
+
+
+def test_the_persona_speaks_before_observation_noise_so_a_vague_yes_stays_a_yes():
+    stack = make_perturbations("paraphrase:rate=1:fillers=1+persona:kinds=vague:rate=1")
+    task = mua_gym.get_domain("retail").tasks("train")[0]
+    hedges = ("Hmm. ", "Let me think. ", "Well... ", "Not sure, but ")
+    for seed in range(40):
+        stack.begin(seed, _facts(task))
+        stack.user_text("Hi! I'd like to return an item.")  # the opening
+        said = stack.user_text("Yes, please go ahead.")
+        assert not said.startswith(hedges), said
+
+
+def test_a_user_with_a_fixed_persona_is_refused_with_a_user_perturbation():
+    from mua_gym.task import Persona
+
+    with pytest.raises(ValueError, match="fixed persona"):
+        mua_gym.make("mua/Retail-v0", user="scenario", user_kwargs={"persona": Persona(patience=5)},
+                     perturb="persona")
+    mua_gym.make("mua/Retail-v0", user="scenario", user_kwargs={"persona": Persona(patience=5)}, perturb="typos")

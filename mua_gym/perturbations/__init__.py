@@ -28,8 +28,8 @@ See :mod:`mua_gym.perturbations.base` for writing one.
 
 from mua_gym.perturbations.actions import CostNotes, DistractorTools, ToolDescriptions
 from mua_gym.perturbations.base import (
-    FAMILIES, Call, EpisodeFacts, Family, Perturbation, Perturbations, made_static, make_perturbations,
-    perturbation_names, register_perturbation,
+    FAMILIES, Call, EpisodeFacts, Family, Perturbation, Perturbations, check_perturb_specs, made_static,
+    make_perturbations, perturbation_names, register_perturbation,
 )
 from mua_gym.perturbations.observations import Paraphrase, ResultFields, Typos
 from mua_gym.perturbations.transitions import FAULTS, ToolFaults
@@ -38,5 +38,6 @@ from mua_gym.perturbations.users import PERSONAS, OffScriptPersona
 __all__ = [
     "FAMILIES", "FAULTS", "PERSONAS", "Call", "CostNotes", "DistractorTools", "EpisodeFacts", "Family",
     "OffScriptPersona", "Paraphrase", "Perturbation", "Perturbations", "ResultFields", "ToolDescriptions",
-    "ToolFaults", "Typos", "made_static", "make_perturbations", "perturbation_names", "register_perturbation",
+    "ToolFaults", "Typos", "check_perturb_specs", "made_static", "make_perturbations", "perturbation_names",
+    "register_perturbation",
 ]

@@ -51,9 +51,9 @@ class DistractorTools(Perturbation):
     family = "action"
 
     def __init__(self, count: int = 2) -> None:
-        if count < 0:
-            raise ValueError("count must be 0 or more")
-        self.count = int(count)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count is a whole number of 0 or more, not {count!r}")
+        self.count = count
         super().__init__(count=self.count)
         self._added: list[tuple[str, dict[str, Any]]] = []  # (the tool copied, the distractor)
         self._refusals: dict[str, str] = {}
@@ -94,14 +94,13 @@ class DistractorTools(Perturbation):
         return ToolResult.failure(refusal)
 
 
-#: Rewordings of tool and parameter descriptions: (pattern, replacements); meanings kept.
+#: Rewordings of tool and parameter descriptions: (pattern, replacements); meanings kept. A word with more than
+#: one sense in the descriptions ("first": in "first name" too) or a policy's term of art ("explicit") is not one.
 _REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\bGet\b", ("Retrieve", "Fetch", "Look up")),
     (r"\bReturns\b", ("Gives back", "Responds with", "Yields")),
     (r"\bFind\b", ("Look up", "Search for")),
     (r"\bcustomer\b", ("client", "account holder")),
-    (r"\bexplicit\b", ("clear",)),
-    (r"\bfirst\b", ("beforehand", "before anything else")),
     (r"\be\.g\.", ("for example", "such as")),
 )
 
@@ -135,7 +134,11 @@ def _reworded_parameters(parameters: dict[str, Any], rng: np.random.Generator) -
 @register_perturbation
 class ToolDescriptions(Perturbation):
     """Rewords tool and parameter descriptions (``paraphrase``: the chance per tool) and misleads: a tool's
-    description swapped with another tool's (``misleading``: the chance per tool). Names and parameters stay."""
+    description swapped with another tool's (``misleading``: the chance per tool). Names and parameters stay, and
+    so does anything a perturbation before it in the stack added to a description (a cost note).
+
+    Its record: ``reworded`` (the tools whose texts it reworded) and ``swapped`` (those given another's
+    description)."""
 
     name = "tool_descriptions"
     family = "action"
@@ -143,7 +146,7 @@ class ToolDescriptions(Perturbation):
     def __init__(self, paraphrase: float = 1.0, misleading: float = 0.3) -> None:
         self.paraphrase, self.misleading = chance("paraphrase", paraphrase), chance("misleading", misleading)
         super().__init__(paraphrase=self.paraphrase, misleading=self.misleading)
-        self._changed: dict[str, dict[str, Any]] = {}
+        self._changed: dict[str, tuple[str, dict[str, Any]]] = {}  # name: (its clean description, new function)
 
     def begin(self, rng: np.random.Generator, facts: EpisodeFacts) -> dict[str, Any]:
         super().begin(rng, facts)
@@ -168,11 +171,21 @@ class ToolDescriptions(Perturbation):
                 reworded.append(name)
                 touched = True
             if touched:
-                self._changed[name] = _with_function(schema, function)
-        return {"reworded": reworded, "misleading": swapped}
+                self._changed[name] = (descriptions[i], function)
+        return {"reworded": reworded, "swapped": swapped}
 
     def tools(self, schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [self._changed.get(_function(s).get("name", ""), s) for s in schemas]
+        out = []
+        for schema in schemas:
+            changed = self._changed.get(_function(schema).get("name", ""))
+            if changed is not None:
+                clean, function = changed
+                now = _function(schema).get("description", "")
+                if now != clean and clean and clean in now:  # what came before keeps its additions around the text
+                    function = {**function, "description": now.replace(clean, function.get("description", ""), 1)}
+                schema = _with_function(schema, function)
+            out.append(schema)
+        return out
 
 
 @register_perturbation

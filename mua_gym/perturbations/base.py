@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from mua_gym.task import Task
 
 __all__ = ["Call", "EpisodeFacts", "Family", "FAMILIES", "PerturbSpec", "Perturbation", "Perturbations",
-           "made_static", "make_perturbations", "perturbation_names", "register_perturbation"]
+           "check_perturb_specs", "made_static", "make_perturbations", "perturbation_names", "register_perturbation"]
 
 Family = Literal["observation", "action", "transition", "user"]
 FAMILIES: tuple[Family, ...] = ("observation", "action", "transition", "user")
@@ -109,6 +109,10 @@ class Perturbation:
         events, self._events = self._events, []
         return events
 
+    def check_tools(self, offered: frozenset[str]) -> None:
+        """Raises ValueError where an option names a tool not among ``offered`` (the agent's tools), once, when
+        the env is made."""
+
     # hooks: each returns its input unchanged unless a subclass says otherwise
     def user_task(self, task: "Task") -> "Task":
         return task
@@ -140,8 +144,8 @@ def _spec_text(value: Any) -> str:
 
 
 def chance(name: str, value: float) -> float:
-    """``value`` as a float; ValueError naming ``name`` where it is not between 0 and 1."""
-    if not 0 <= value <= 1:
+    """``value`` as a float; ValueError naming ``name`` where it is not a number between 0 and 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"{name} is a chance between 0 and 1, not {value!r}")
     return float(value)
 
@@ -193,13 +197,18 @@ def _parse_one(spec: str) -> list[Perturbation]:
     """``name``, ``name:key=value:key=value`` or a family's name (each of its perturbations with defaults); any of
     them may end with ``:static=N``."""
     name, *pairs = spec.strip().split(":")
+    name = name.strip()
     _load_builtins()
     static = [p for p in pairs if p.partition("=")[0].strip() == "static"]
     if static:
         pairs = [p for p in pairs if p not in static]
         seed = _value(static[-1].partition("=")[2].strip())
         return made_static(_parse_one(":".join([name, *pairs])), seed)
-    if name in FAMILIES and not pairs:
+    if name in FAMILIES:
+        if pairs:
+            members = [kind.name for kind in _REGISTRY.values() if kind.family == name]
+            raise ValueError(f"{spec!r}: a family takes no options but static=N; give them to its perturbations "
+                             f"by name ({', '.join(members)})")
         return [kind() for kind in _REGISTRY.values() if kind.family == name]
     kind = _REGISTRY.get(name)
     if kind is None:
@@ -213,7 +222,7 @@ def _parse_one(spec: str) -> list[Perturbation]:
         options[key.strip()] = _value(text.strip())
     try:
         return [kind(**options)]
-    except (TypeError, OverflowError) as exc:  # an unknown option, a count of inf
+    except (TypeError, ValueError, OverflowError) as exc:  # an unknown option, a bad value
         raise ValueError(f"perturbation {spec!r}: {exc}") from None
 
 
@@ -237,6 +246,17 @@ def make_perturbations(spec: "PerturbSpec") -> "Perturbations | None":
     return Perturbations(stack) if stack else None
 
 
+def check_perturb_specs(specs: Sequence[str]) -> None:
+    """Raises ValueError unless each of ``specs`` (a gap run's, each compared with the clean run) names at least
+    one perturbation, and no two are the same."""
+    for spec in specs:
+        if make_perturbations(spec) is None:
+            raise ValueError(f"perturbation spec {spec!r} names no perturbation")
+    repeated = sorted({spec for spec in specs if list(specs).count(spec) > 1})
+    if repeated:
+        raise ValueError(f"perturbation specs given more than once: {repeated}")
+
+
 class Perturbations:
     """The perturbations of one env, applied in order; each draws from its own stream of the episode's seed (keyed
     by its place in the stack), so adding one at the end of a stack leaves what the others draw unchanged."""
@@ -244,6 +264,8 @@ class Perturbations:
     def __init__(self, items: Sequence[Perturbation]) -> None:
         self.items = [copy.deepcopy(item) for item in items]  # an env's own: they keep an episode's draws
         self.drawn: list[dict[str, Any]] = []
+        # what the user says (its persona) is settled before any noise in how the agent sees it
+        self._text_order = sorted(self.items, key=lambda item: item.family != "user")
 
     def begin(self, seed: int, facts: EpisodeFacts) -> list[dict[str, Any]]:
         """Draws every perturbation's parameters for an episode of ``seed``; returns the records."""
@@ -259,6 +281,10 @@ class Perturbations:
 
     def take_events(self) -> list[dict[str, Any]]:
         return [{"name": item.name, **event} for item in self.items for event in item.take_events()]
+
+    def check_tools(self, offered: frozenset[str]) -> None:
+        for item in self.items:
+            item.check_tools(offered)
 
     def user_task(self, task: "Task") -> "Task":
         for item in self.items:
@@ -284,6 +310,8 @@ class Perturbations:
         return text
 
     def user_text(self, text: str) -> str:
+        """``text`` as the agent sees it: the user family's perturbations first (what the user says), then the
+        others in stack order (how the agent sees it); stop tokens untouched."""
         if not any(type(item).user_text is not Perturbation.user_text for item in self.items):
             return text
         parts = _TOKEN.split(text)  # the stop tokens between the parts stay as they are
@@ -291,7 +319,7 @@ class Perturbations:
         out = []
         for i, part in enumerate(parts):
             if part.strip():
-                for item in self.items:
+                for item in self._text_order:
                     part = item.user_text(part)
             out.append(part)
             if i < len(tokens):

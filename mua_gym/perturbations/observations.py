@@ -1,8 +1,10 @@
 """Observation perturbations: noisy user text, paraphrased user turns, reordered and renamed result fields.
 
-None of them touches a value the task needs: a word the user's facts hold (a name, an email, an id, a zip), a
-word with a digit or a symbol, or a capitalised word is never misspelt or recased, and result values are never
-changed (only the order and spelling of the keys around them).
+None of them touches a value the user gives when asked for it: a word of the user's facts (a name, an email, an
+id, a zip), a word with a digit or a symbol, or a capitalised word is never misspelt or recased, and result
+values are never changed (only the order and spelling of the keys around them). The request's own wording may
+be: a typo can fall on a word of an item's description ("the Perfume (scent family flroal, ...)"), as a real
+user's would, and the agent matches it against what its tools show, as it would a real user's.
 """
 
 from __future__ import annotations
@@ -180,7 +182,8 @@ class ResultFields(Perturbation):
     """Reorders the keys of the agent's JSON tool results (``reorder``: the chance per object) and spells field
     names in another style for the episode (``rename``: the chance the episode renames; camelCase, PascalCase or
     kebab-case). Values and list orders stay, and so do keys that are values: one with a digit (an id), and one
-    the agent may have to send back (a word of the policy or of a tool schema's ``enum``, as airline's cabins)."""
+    the agent may have to send back (a word of the policy, a parameter's name at any depth of a tool's schema, as
+    airline's passengers' ``first_name``, or a string of a schema's ``enum``, as airline's cabins)."""
 
     name = "result_fields"
     family = "observation"
@@ -201,12 +204,12 @@ class ResultFields(Perturbation):
         return {"style": self._style}
 
     def _words_kept(self, policy: str, schemas: list[dict[str, Any]]) -> frozenset[str]:
-        """The field-like words of the policy and the schemas' enums; worked out again only where the env's
+        """The field-like words of the policy and the schemas' own words; worked out again only where the env's
         (shared, read-only) policy or schema list is another object than last episode's."""
         last = self._kept_for
         if last is not None and last[0] is policy and last[1] is schemas:
             return last[2]
-        kept = frozenset(_WORD_OR_FIELD.findall(policy)) | _enum_words(schemas)
+        kept = frozenset(_WORD_OR_FIELD.findall(policy)) | _schema_words(schemas)
         self._kept_for = (policy, schemas, kept)
         return kept
 
@@ -240,8 +243,8 @@ class ResultFields(Perturbation):
 _WORD_OR_FIELD = re.compile(r"[a-z]+(?:_[a-z]+)+")
 
 
-def _enum_words(schemas: list[dict[str, Any]]) -> frozenset[str]:
-    """Every string of every ``enum`` in ``schemas``."""
+def _schema_words(schemas: list[dict[str, Any]]) -> frozenset[str]:
+    """Every property name and every string of every ``enum`` in ``schemas``."""
     found: set[str] = set()
 
     def walk(value: Any) -> None:
@@ -249,8 +252,10 @@ def _enum_words(schemas: list[dict[str, Any]]) -> frozenset[str]:
             for key, inner in value.items():
                 if key == "enum" and isinstance(inner, list):
                     found.update(v for v in inner if isinstance(v, str))
-                else:
-                    walk(inner)
+                    continue
+                if key == "properties" and isinstance(inner, dict):
+                    found.update(inner)
+                walk(inner)
         elif isinstance(value, list):
             for inner in value:
                 walk(inner)

@@ -31,23 +31,32 @@ _BROKEN_BODIES = ('{"result": {"st', '<html><body>502 Bad Gateway', '{"data": ['
 @register_perturbation
 class ToolFaults(Perturbation):
     """Fails each agent tool call with chance ``rate``, with one of ``kinds`` (default: every fault of
-    :data:`FAULTS`) drawn per call. ``tools``: only calls of these tools (default: any)."""
+    :data:`FAULTS`) drawn per call. ``tools``: only calls of these tools (default: any); each must be one the
+    env offers (ValueError from ``make`` otherwise: a misspelt name would silently never fault)."""
 
     name = "tool_faults"
     family = "transition"
 
     def __init__(self, rate: float = 0.2, kinds: list[str] | str | None = None,
                  tools: list[str] | str | None = None) -> None:
-        if not 0 <= rate < 1:
-            raise ValueError("rate is a chance, at least 0 and below 1 (at 1 no call could ever run)")
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
+            raise ValueError(f"rate is a chance, at least 0 and below 1 (at 1 no call could ever run), not {rate!r}")
         kinds = list(FAULTS) if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
         unknown = sorted(set(kinds) - set(FAULTS))
         if unknown or not kinds:
             raise ValueError(f"kinds must name some of {', '.join(FAULTS)}; unknown: {unknown or '(none named)'}")
         self.rate, self.kinds = float(rate), kinds
         self.only = None if tools is None else frozenset([tools] if isinstance(tools, str) else tools)
+        if self.only is not None and (not self.only or not all(isinstance(t, str) and t for t in self.only)):
+            raise ValueError(f"tools names the tools whose calls may fail, not {tools!r}")
         only = {} if self.only is None else {"tools": sorted(self.only)}
         super().__init__(rate=self.rate, kinds=list(kinds), **only)
+
+    def check_tools(self, offered: frozenset[str]) -> None:
+        missing = sorted(self.only - offered) if self.only is not None else []
+        if missing:
+            raise ValueError(f"tool_faults: tools {missing} are not offered to the agent; offered: "
+                             f"{', '.join(sorted(offered))}")
 
     def intercept(self, call: Call) -> ToolResult | None:
         if call.kind is None or (self.only is not None and call.name not in self.only):

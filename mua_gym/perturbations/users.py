@@ -35,7 +35,8 @@ class OffScriptPersona(Perturbation):
     agent, less patience), ``vague`` (says as little as it can up front and hedges), ``changes_mind`` (opens
     with another request and takes it back in the same message). The persona reaches any user simulator
     through the task it plays (LLM users read it as instructions), in place of any persona the simulator would
-    have used or drawn; the wording reaches the agent's view. ``rate``: the chance that an impatient or vague
+    have drawn (a user made with a fixed persona is refused by ``make``); the wording reaches the agent's view,
+    before any observation perturbation changes how the agent sees it. ``rate``: the chance that an impatient or vague
     user's message shows it in words (a mind-changing user always opens with the other request)."""
 
     name = "persona"
