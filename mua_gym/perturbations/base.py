@@ -13,7 +13,10 @@ hook                         called with, and returns
 ``intercept(call)``          an agent tool call before it runs; returns a :class:`ToolResult` that answers it
                              instead (the call then never reaches the world), or None to let it run
 ``tool_result(call, text)``  a successful agent tool call's result text; returns the text the agent sees
-``user_text(text)``          a user message the agent is about to see; returns the text it sees
+``user_text(text)``          a user message the agent is about to see; returns the text it sees (the user
+                             family's run first: what the user says, before how the agent sees it)
+``check_tools(offered)``     once, when the env is made, the agent's tool names; raises ValueError where an
+                             option names a tool not offered
 ==========================  ====================================================================================
 
 Every hook defaults to "no change". What a perturbation drew is its ``begin``'s return value; what it did
