@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator, Sequence
 
-__all__ = ["ALIAS", "GGUF_NAME", "gguf_path", "local_llm_server", "missing_requirements"]
+__all__ = ["ALIAS", "GGUF_NAME", "gguf_path", "local_llm_server", "missing_requirements", "server_problem"]
 
 HOST = "127.0.0.1"
 ALIAS = "smollm2"
@@ -78,6 +78,23 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+#: The servers this process started and has not yet stopped: api_base -> (process, log file).
+_RUNNING: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+
+
+def server_problem(api_base: str) -> str | None:
+    """``None`` while the server started at ``api_base`` runs; otherwise what became of it, with its log's tail.
+
+    A test that fails with a connection error asks this to tell a crashed server from a failing client.
+    """
+    if api_base not in _RUNNING:
+        return f"no server of this process is at {api_base}"
+    process, log_path = _RUNNING[api_base]
+    if process.poll() is None:
+        return None
+    return f"llama_cpp.server at {api_base} exited with code {process.returncode}; log {log_path}:\n" + _tail(log_path)
+
+
 def _tail(path: Path, chars: int = 3000) -> str:
     try:
         return path.read_text(errors="replace")[-chars:]
@@ -126,9 +143,11 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
                 raise TimeoutError(f"llama_cpp.server did not answer on {api_base} within {startup_timeout:.0f} s;"
                                    f" log {log_path}:\n" + _tail(log_path))
             time.sleep(0.25)
-        failed = False
+        _RUNNING[api_base] = (process, log_path)
         yield api_base
+        failed = process.poll() is not None  # a server that died keeps its log too
     finally:
+        _RUNNING.pop(api_base, None)
         if process.poll() is None:
             process.terminate()
             try:
@@ -136,6 +155,6 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if not failed:  # a failed start keeps its log for inspection
+        if not failed:  # a failed start or a crash keeps its log for inspection
             with contextlib.suppress(OSError):
                 log_path.unlink()

@@ -15,6 +15,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 for _var in ("NO_PROXY", "no_proxy"):
     os.environ[_var] = ",".join(p for p in (os.environ.get(_var, ""), "127.0.0.1", "localhost") if p)
 
+import contextlib  # noqa: E402
 import gc  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
@@ -23,7 +24,7 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
-from local_llm_server import ALIAS, local_llm_server, missing_requirements  # noqa: E402
+from local_llm_server import ALIAS, local_llm_server, missing_requirements, server_problem  # noqa: E402
 
 pytestmark = pytest.mark.local_llm
 
@@ -50,12 +51,36 @@ _server_start_s: list[float] = []
 
 
 @pytest.fixture(scope="module")
-def api_base():
-    started = time.perf_counter()
-    with local_llm_server(n_ctx=N_CTX) as base:
-        _server_start_s.append(time.perf_counter() - started)
-        print(f"\n[local_llm] llama_cpp.server up at {base} in {_server_start_s[-1]:.1f} s")
-        yield base
+def _servers():
+    """Starts servers on demand (one at a time) and stops them all at the module's end."""
+    with contextlib.ExitStack() as stack:
+        bases: list[str] = []
+
+        def start() -> str:
+            started = time.perf_counter()
+            bases.append(stack.enter_context(local_llm_server(n_ctx=N_CTX)))
+            _server_start_s.append(time.perf_counter() - started)
+            print(f"\n[local_llm] llama_cpp.server up at {bases[-1]} in {_server_start_s[-1]:.1f} s")
+            return bases[-1]
+
+        yield bases, start
+
+
+@pytest.fixture
+def api_base(_servers):
+    """The running server's ``api_base``; a server that died is replaced, and a death during a test fails it.
+
+    A crash of llama.cpp (a shared CI machine, memory) would otherwise fail every later test with the same
+    bare "Connection error"; this way one test fails and says why, with the server's log.
+    """
+    bases, start = _servers
+    if not bases or (problem := server_problem(bases[-1])) is not None:
+        if bases:
+            print(f"\n[local_llm] starting a new server: {problem}")
+        start()
+    yield bases[-1]
+    if (problem := server_problem(bases[-1])) is not None:
+        pytest.fail(f"the local model's server died during the test: {problem}")
 
 
 class LocalAgent(LiteLLMAgent):
