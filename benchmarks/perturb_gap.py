@@ -38,7 +38,10 @@ def main(argv: list[str] | None = None) -> list[Any]:
     own = argparse.ArgumentParser(add_help=False)
     own.add_argument("--perturb", action="append", required=True, metavar="SPEC")
     mine, rest = own.parse_known_args(argv)
-    check_perturb_specs(mine.perturb)
+    try:
+        check_perturb_specs(mine.perturb)  # before the model loads
+    except ValueError as exc:
+        own.error(str(exc))
     args = train_grpo.parse_args(rest)
     if args.threads:
         torch.set_num_threads(args.threads)
