@@ -392,6 +392,27 @@ def test_rewording_leaves_first_name_and_explicit_alone():
     assert "first name" in text and "beforehand" not in text
 
 
+def test_rewording_at_once_equals_rewording_one_pattern_after_another():
+    from mua_gym.perturbations import actions
+
+    # Rewording every match in one pass is only the same as applying the rewordings in turn if no
+    # replacement is itself something a rewording matches.
+    for _, ways in actions._REWORDINGS:
+        for word in ways:
+            assert not any(pattern.search(word) for pattern, _ in actions._COMPILED), word
+    texts = ["Get the customer. Returns the order, e.g. its id. Find the customer first; Get again.",
+             "Nothing to reword here.", "Getter of customers (Find-ish), e.g.: Returns"]
+    for text in texts:
+        for seed in range(20):
+            one_after_another = text
+            rng = np.random.default_rng(seed)
+            for pattern, ways in actions._COMPILED:
+                one_after_another = pattern.sub(lambda _, w=ways: w[int(rng.integers(len(w)))], one_after_another)
+            at_once_rng = np.random.default_rng(seed)
+            assert actions._reword(text, at_once_rng) == one_after_another
+            assert at_once_rng.bit_generator.state == rng.bit_generator.state  # the same draws, no more
+
+
 def test_renamed_results_keep_every_name_a_tool_schema_takes():
     env = mua_gym.make("mua/Airline-v0", user="scenario", perturb="result_fields:rename=1:reorder=0")
     facts = None

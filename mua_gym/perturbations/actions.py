@@ -6,6 +6,7 @@ a task needs, and a distractor's call is refused without touching the world.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -106,15 +107,30 @@ _REWORDINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 _COMPILED = tuple((re.compile(pattern), ways) for pattern, ways in _REWORDINGS)
-_ANY_REWORDING = re.compile("|".join(pattern for pattern, _ in _REWORDINGS))
+
+
+@functools.lru_cache(maxsize=4096)
+def _matches(text: str) -> tuple[tuple[int, int, int], ...]:
+    """Where the rewordings match ``text``: (rewording, start, end), rewording by rewording, left to right.
+
+    A tool's texts are the same every episode, so each is scanned once. Replacing the matches all at once
+    gives what applying the rewordings one after another would, because no replacement matches any pattern
+    (a test holds this)."""
+    return tuple((k, m.start(), m.end()) for k, (pattern, _) in enumerate(_COMPILED) for m in pattern.finditer(text))
 
 
 def _reword(text: str, rng: np.random.Generator) -> str:
-    if not _ANY_REWORDING.search(text):  # (most texts: one scan instead of one per rewording)
+    found = _matches(text)
+    if not found:
         return text
-    for pattern, ways in _COMPILED:
-        text = pattern.sub(lambda _: ways[int(rng.integers(len(ways)))], text)
-    return text
+    # drawn rewording by rewording (the order the one-after-another rewording drew in), placed left to right
+    words = {start: (end, _COMPILED[k][1][int(rng.integers(len(_COMPILED[k][1])))]) for k, start, end in found}
+    pieces, at = [], 0
+    for start in sorted(words):
+        end, word = words[start]
+        pieces += [text[at:start], word]
+        at = end
+    return "".join(pieces) + text[at:]
 
 
 def _reworded_parameters(parameters: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
