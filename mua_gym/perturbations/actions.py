@@ -110,27 +110,23 @@ _COMPILED = tuple((re.compile(pattern), ways) for pattern, ways in _REWORDINGS)
 
 
 @functools.lru_cache(maxsize=4096)
-def _matches(text: str) -> tuple[tuple[int, int, int], ...]:
-    """Where the rewordings match ``text``: (rewording, start, end), rewording by rewording, left to right.
+def _matches(text: str) -> tuple[tuple[int, int, tuple[str, ...]], ...]:
+    """Where the rewordings match ``text``: (start, end, the replacements), rewording by rewording, left to right.
 
     A tool's texts are the same every episode, so each is scanned once. Replacing the matches all at once
     gives what applying the rewordings one after another would, because no replacement matches any pattern
     (a test holds this)."""
-    return tuple((k, m.start(), m.end()) for k, (pattern, _) in enumerate(_COMPILED) for m in pattern.finditer(text))
+    return tuple((m.start(), m.end(), ways) for pattern, ways in _COMPILED for m in pattern.finditer(text))
 
 
 def _reword(text: str, rng: np.random.Generator) -> str:
-    found = _matches(text)
-    if not found:
-        return text
-    # drawn rewording by rewording (the order the one-after-another rewording drew in), placed left to right
-    words = {start: (end, _COMPILED[k][1][int(rng.integers(len(_COMPILED[k][1])))]) for k, start, end in found}
+    # drawn in the order of the matches (as the one-after-another rewording drew), placed left to right
+    chosen = sorted((start, end, ways[int(rng.integers(len(ways)))]) for start, end, ways in _matches(text))
     pieces, at = [], 0
-    for start in sorted(words):
-        end, word = words[start]
+    for start, end, word in chosen:
         pieces += [text[at:start], word]
         at = end
-    return "".join(pieces) + text[at:]
+    return "".join(pieces) + text[at:] if pieces else text
 
 
 def _reworded_parameters(parameters: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
