@@ -153,6 +153,7 @@ def chance(name: str, value: float) -> float:
     return float(value)
 
 
+#: Filled as the package's __init__ imports each family's module, before any of base's functions can run.
 _REGISTRY: dict[str, type[Perturbation]] = {}
 
 
@@ -166,12 +167,7 @@ def register_perturbation(kind: type[Perturbation]) -> type[Perturbation]:
 
 def perturbation_names() -> dict[str, Family]:
     """Every registered perturbation's name, with its family."""
-    _load_builtins()
     return {name: kind.family for name, kind in sorted(_REGISTRY.items())}
-
-
-def _load_builtins() -> None:
-    from mua_gym.perturbations import actions, observations, transitions, users  # noqa: F401  (they register)
 
 
 def _value(text: str) -> Any:
@@ -201,7 +197,6 @@ def _parse_one(spec: str) -> list[Perturbation]:
     them may end with ``:static=N``."""
     name, *pairs = spec.strip().split(":")
     name = name.strip()
-    _load_builtins()
     static = [p for p in pairs if p.partition("=")[0].strip() == "static"]
     if static:
         pairs = [p for p in pairs if p not in static]
