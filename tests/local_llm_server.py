@@ -107,7 +107,8 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
                      n_threads: int = 2, chat_format: str = "chatml-function-calling", cache: bool = True,
                      extra_args: Sequence[str] = (), startup_timeout: float = 90.0,
                      grace: float = 10.0) -> Iterator[str]:
-    """Starts ``python -m llama_cpp.server`` on a free loopback port and yields its ``api_base``.
+    """Starts llama-cpp-python's server (``tests/llama_cpp_server.py``: extra buffer types off, for AMX CPUs) on a
+    free loopback port and yields its ``api_base``.
 
     ``cache`` keeps the model states of recent prompts in RAM (``--cache true``): when the agent and the user
     take turns on one server, each resumes from its own last prompt instead of evaluating the whole
@@ -120,7 +121,9 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
     model_path = Path(model) if model is not None else gguf_path()
     port = free_port()
     api_base = f"http://{HOST}:{port}/v1"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", alias,
+    # llama_cpp.server with extra buffer types off: it serves on CPUs with AMX too (see llama_cpp_server.py)
+    command = [sys.executable, str(Path(__file__).with_name("llama_cpp_server.py")), "--model", str(model_path),
+               "--model_alias", alias,
                "--host", HOST, "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
                "--chat_format", chat_format, *(["--cache", "true"] if cache else []), *extra_args]
     env = dict(os.environ, HF_HUB_OFFLINE="1")

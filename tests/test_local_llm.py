@@ -184,3 +184,32 @@ def test_local_model_makes_real_tool_calls(api_base, record_property):
     assert trajectory.tool_calls >= 1, trajectory.render_text()
     assert any(isinstance(m, ToolMessage) and m.requestor == "assistant" for m in trajectory.messages)
 
+
+
+def test_the_server_loads_models_without_extra_buffer_types():
+    """The switch that lets one llama.cpp build serve on CPUs with and without AMX: extra buffer types (AMX's
+    weight repacking among them) are off in the server process, whatever this CPU has."""
+    import subprocess
+    import sys
+
+    from local_llm_server import gguf_path
+
+    probe = """
+import sys; sys.path.insert(0, sys.argv[1])
+import llama_cpp.llama_cpp as bindings
+assert bindings.llama_model_default_params().use_extra_bufts is True  # llama.cpp's own default: the switch matters
+from llama_cpp_server import without_extra_buffers
+without_extra_buffers(); without_extra_buffers()  # (twice: wraps once)
+assert bindings.llama_model_default_params().use_extra_bufts is False
+import llama_cpp
+model = llama_cpp.Llama(model_path=sys.argv[2], n_ctx=256, verbose=True)
+assert model.model_params.use_extra_bufts is False
+print("completion:", model.create_completion("Hello", max_tokens=4)["choices"][0]["text"] is not None)
+"""
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", probe, str(Path(__file__).parent), str(gguf_path())],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "completion: True" in done.stdout
+    assert "repack" not in done.stderr  # no weight was repacked into an extra buffer type (AMX's or another's)
