@@ -179,16 +179,23 @@ def load_tasks(domain: str, split: str, path: str | Path | None = None, tasks_fi
                split_file: str | None = None, subset: str | None = None) -> list[Task]:
     """TAU2's tasks of one split (``train`` or ``test``; ``dev`` is empty), in the file's order.
 
-    ``subset`` names another list of TAU2's split file instead (telecom: ``"full"``, all 2,285 tasks), whose
-    tasks are all given the split ``split``.
+    ``subset`` names another list of TAU2's split file instead (telecom: ``"full"``, all 2,285 tasks), cut by
+    ``split`` so that training never sees a test task: ``test`` is the subset's tasks in TAU2's test list, ``train``
+    all its others. ValueError for another split, which a subset cannot honour.
     """
     folder = data_dir(domain, path)
     raw_tasks = read_json(folder, tasks_file)
     split_name = split_file or f"split_{Path(tasks_file).stem}.json"
     splits = read_json(folder, split_name)
-    key = subset or split
-    if subset is not None and subset not in splits:
+    if subset is None:
+        wanted = set(splits.get(split, []))
+    elif subset not in splits:
         raise ValueError(f"TAU2's {domain} split file has no list {subset!r}; it has {sorted(splits)}")
-    wanted = set(splits.get(key, []))
+    elif split not in ("train", "test"):
+        raise ValueError(f"the {subset!r} subset of TAU2's {domain} tasks splits into train and test only, "
+                         f"not {split!r}")
+    else:
+        held_out = set(splits.get("test", []))
+        wanted = {i for i in splits[subset] if (i in held_out) == (split == "test")}
     world = WorldSpec(source="tau2", params={"path": str(path)} if path is not None else {})
     return [convert_task(t, domain, split, world) for t in raw_tasks if str(t["id"]) in wanted]

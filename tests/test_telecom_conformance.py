@@ -155,8 +155,10 @@ def base_tasks(ours) -> list[Task]:
 
 
 @pytest.fixture(scope="module")
-def full_tasks(ours) -> list[Task]:
-    return ours.domain.tasks("train", "tau2", subset="full")
+def full_tasks(ours, tau2_tasks) -> list[Task]:
+    """All 2,285 tasks of the full subset (its train and test cuts together), in tau2's order."""
+    ours_by_id = {t.id: t for split in ("train", "test") for t in ours.domain.tasks(split, "tau2", subset="full")}
+    return [ours_by_id[task_id] for task_id in tau2_tasks if task_id in ours_by_id]
 
 
 # -- comparisons ----------------------------------------------------------------------------------------------------
