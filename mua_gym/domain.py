@@ -87,6 +87,9 @@ class Domain:
     #: Its worlds carry a memo (``world.memo``, :mod:`mua_gym.memo`): for tools that derive the same state on
     #: every call and keep it until its tables are written.
     memo: bool = False
+    #: Words of one kind that an answer names (flight statuses, cabins): strict COMMUNICATE pays a message that
+    #: names one of them as an answer only if it names no other of the same vocabulary (mua_gym.communicate).
+    answer_vocabularies: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():

@@ -65,7 +65,7 @@ from mua_gym.reward import (
 from mua_gym.task import Persona, Task
 from mua_gym.tools import ToolResult
 from mua_gym.trajectory import Trajectory, TrajectoryEntry
-from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, make_user
+from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, for_the_user, make_user
 from mua_gym.world import World
 
 __all__ = ["AsyncMuaEnv", "PendingStep", "StepResult", "TERMINATION_REASONS"]
@@ -352,13 +352,12 @@ class AsyncMuaEnv:
         """Ends a running episode where it stands; returns its reward, scored as a terminal step scores it.
 
         For trainers that stop a rollout on their own (a reply without a tool call, a turn or token budget):
-        the world as it stands is compared with the gold world, as when the user stops, the judge included,
-        and the episode ends terminated with ``termination_reason`` ``reason``. Where the world alone cannot
-        tell a done task from an untouched one (a task no agent needs to change anything for, scored on the
-        world only: some of TAU2's; never a generated task), a blind agent would be paid, so the episode
-        ends truncated instead, at 0.0. On an episode already over it changes nothing and returns that
-        episode's reward (0.0 for a truncated one). Before any ``reset``: 0.0. ``score=False`` ends a running
-        episode truncated at 0.0 whatever the world (an agent that failed earns nothing).
+        the world as it stands is scored as when the user stops (strictly: where the world alone cannot tell a
+        done task from an untouched one, the agent must have made the gold calls; see :mod:`mua_gym.reward`),
+        the judge included, and the episode ends terminated with ``termination_reason`` ``reason``. On an
+        episode already over it changes nothing and returns that episode's reward (0.0 for a truncated one).
+        Before any ``reset``: 0.0. ``score=False`` ends a running episode truncated at 0.0 whatever the world
+        (an agent that failed earns nothing).
         """
         if self.world is None or self.task is None:
             return 0.0
@@ -367,7 +366,7 @@ class AsyncMuaEnv:
         if self._episode.pending_error is not None:  # the user never opened: nothing the agent did can be scored
             self._finish_truncated("user_error")
             return 0.0
-        if not score or prepare_task(self.domain, self.task).blind_paid:
+        if not score:
             self._finish_truncated(reason)
             return 0.0
         self._episode.end(True, reason)
@@ -438,11 +437,12 @@ class AsyncMuaEnv:
 
     async def _user_turn(self, message: AssistantMessage) -> list[dict[str, Any]]:
         assert self.world is not None
-        self._user_view.append(AssistantMessage(content=message.content or ""))
+        self._user_view.append(AssistantMessage(content=for_the_user(message.content or "")))
         try:
             for _ in range(MAX_USER_TOOL_ROUNDS):
                 reply = await self.user.respond(list(self._user_view))
                 self._add_usage(reply)
+                self._episode.needless_requests += reply.needless
                 if not reply.tool_calls:
                     break
                 self._run_user_tools(reply)
@@ -490,14 +490,16 @@ class AsyncMuaEnv:
     def _score(self) -> float:
         assert self.world is not None and self.task is not None
         if self._episode.reward_info is None:
-            self._shape(evaluate(self.domain, self.task, self.world, self.messages()))
+            self._shape(evaluate(self.domain, self.task, self.world, self.messages(),
+                                 needless_requests=self._episode.needless_requests))
         return float(self._episode.reward or 0.0)
 
     def _shape(self, info: RewardInfo) -> float:
         """Records ``info`` and the reward mode's shaping of it as ``reward_info``; returns the shaped reward."""
         assert self.task is not None
         prepared, episode = prepare_task(self.domain, self.task), self._episode
-        calls = episode.tool_calls - episode.service_faults  # a call the service failed is not the agent's
+        # a call the service failed is not the agent's; a fix the user found already made is a call wasted
+        calls = episode.tool_calls - episode.service_faults + episode.needless_requests
         shaped = shape(self.reward_mode, info, calls=calls, invalid_calls=episode.tool_errors,
                        gold_calls=prepared.gold_agent_calls, gold_invalid_calls=prepared.gold_agent_errors)
         episode.reward_info = info.model_dump(mode="json")
@@ -513,7 +515,7 @@ class AsyncMuaEnv:
         except Exception as exc:  # a failing judge fails the component, never the episode
             components = dict(info.components)
             components["NL_ASSERTION"] = 0.0
-            info = info.model_copy(update={"components": components, "reward": 0.0})
+            info = info.model_copy(update={"components": components, "reward": 0.0, "parity_reward": 0.0})
             reward = self._shape(info)
             assert self._episode.reward_info is not None
             self._episode.reward_info["judge_error"] = f"{type(exc).__name__}: {exc}"

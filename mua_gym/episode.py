@@ -147,6 +147,8 @@ class EpisodeState:
     user_tool_calls: int = 0
     #: Agent calls a transition perturbation failed (never run): neither errors nor calls of the agent's own.
     service_faults: int = 0
+    #: Fixes the agent asked the user for that the user found already in place (:attr:`UserReply.needless`).
+    needless_requests: int = 0
     usage: dict[str, float] = field(default_factory=dict)
     done: bool = False
     terminated: bool = False

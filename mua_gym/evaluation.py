@@ -98,6 +98,8 @@ class EpisodeResult(BaseModel):
     success: bool
     #: The reward the env's steps paid (its reward mode's; equal to ``reward`` in the default ``task`` mode).
     shaped_reward: float | None = None
+    #: The episode scored by tau2's own rules (:mod:`mua_gym.reward`): what tau2 would pay; None where not scored.
+    parity_reward: float | None = None
     terminated: bool
     truncated: bool
     termination_reason: str | None
@@ -140,6 +142,10 @@ class EvalSummary(BaseModel):
     wall_s: float
     #: The episodes' own durations summed (what a resumed or read-back run still knows).
     episode_s: float = 0.0
+    #: pass^k by tau2's own rules (``parity_reward``), for figures compared with published tau2 ones.
+    parity_pass_hat_k: dict[int, float] = Field(default_factory=dict)
+    #: The tasks whose strict and tau2-rule successes differ in some trial, as ``"<env id> <task id>"``.
+    parity_differs: list[str] = Field(default_factory=list)
 
 
 def pass_hat_k(trials: int, successes: int, k: int) -> float:
@@ -190,6 +196,7 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
             usage[name] += value
     n = len(results) or 1
     errors = [f"{r.env_id} {r.task_id} trial {r.trial}: {r.error_kind} error: {r.error}" for r in results if r.error]
+    by_parity = {key: [is_success(r.parity_reward or 0.0) for r in episodes] for key, episodes in tasks.items()}
     return EvalSummary(
         episodes=len(results), tasks=len(by_task), trials=trials, pass_hat_k=table(by_task),
         by_env={e: table({k: v for k, v in by_task.items() if k[0] == e}) for e in envs},
@@ -200,7 +207,8 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
         mean_turns=sum(r.turns for r in results) / n, mean_tool_calls=sum(r.tool_calls for r in results) / n,
         agent_errors=sum(r.error_kind == "agent" for r in results),
         user_errors=sum(r.error_kind == "user" for r in results), errors=errors, usage=dict(usage), wall_s=wall_s,
-        episode_s=sum(r.wall_s for r in results),
+        episode_s=sum(r.wall_s for r in results), parity_pass_hat_k=table(by_parity),
+        parity_differs=[f"{e} {t}" for (e, t), v in by_parity.items() if v != by_task[(e, t)]],
     )
 
 
@@ -363,6 +371,7 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
     return EpisodeResult(
         env_id=env_id, task_id=task.id, category=task.category, trial=trial, seed=seed, reward=reward,
         success=is_success(reward), shaped_reward=float(trajectory.reward or 0.0),
+        parity_reward=(trajectory.reward_info or {}).get("parity_reward", 0.0 if trajectory.truncated else None),
         terminated=trajectory.terminated, truncated=trajectory.truncated,
         termination_reason=trajectory.termination_reason, turns=trajectory.turns, tool_calls=trajectory.tool_calls,
         tool_errors=trajectory.tool_errors, components=dict((trajectory.reward_info or {}).get("components") or {}),

@@ -5,7 +5,8 @@ values) is *known* at that call, and every string the agent must communicate is 
 is told:
 
 - the policy text and the tool schemas (the agent's and, in dual control, the user's);
-- the result of every earlier gold call the agent makes (``requestor="assistant"``);
+- the result of every earlier gold call: the agent's own, and the user's phone actions and checks, which the user
+  reports as its phone shows them;
 - what the scenario user says when asked in plain words: its opening at the least forthcoming disclosure, and its
   replies to :data:`PLAIN_QUESTIONS` about each request it states (it states the next when asked "anything
   else?"). The user is asked, not read: :func:`user_disclosures` plays :class:`ScenarioUser` itself.
@@ -251,7 +252,6 @@ def unfair_values(domain: "Domain", task: Task, results: Sequence["ToolResult"],
             for leaf in leaf_values(value):
                 if not known.knows(leaf):
                     missing.append(f"{call.name}.{name}={leaf!r}")
-        if call.requestor == "assistant":
-            known.learn(result.content)
+        known.learn(result.content)  # the agent's result, or what the user reports its phone shows
     missing += [f"communicate={text!r}" for text in task.evaluation.communicate_info if not known.knows(text)]
     return missing

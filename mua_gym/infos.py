@@ -62,10 +62,12 @@ class RewardInfoDict(TypedDict):
     their docstrings say what each means.
     """
 
-    #: The binary task reward before shaping, the product of ``components``.
+    #: The binary task reward before shaping, strict: the product of ``components``.
     reward: float
     #: Each judged component (``DB``, ``COMMUNICATE``, ``ACTION``, ...): 1.0 or 0.0; None where not judged.
     components: dict[str, float | None]
+    #: The same episode scored by tau2's own rules (substring COMMUNICATE, refused calls count for ACTION).
+    parity_reward: float | None
     partial_credit: float
     #: What would turn the final world into the gold one: ``{"tables": {name: {"inserted": [...], ...}}}``.
     db_diff: dict[str, Any]
@@ -79,6 +81,8 @@ class RewardInfoDict(TypedDict):
     env_assertions_failed: list[str]
     #: The judge's verdict per natural-language assertion; None where none was judged.
     nl_assertions: list[bool] | None
+    #: Why strict scoring's CONDUCT failed (a hand-off the task does not need, fixes already in place); empty if held.
+    conduct_failed: list[str]
     #: The reward mode's canonical name (``"task"``, ``"partial+validity"``).
     reward_mode: str
     #: The binary task reward: judge success on it, whatever the mode.

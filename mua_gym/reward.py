@@ -1,10 +1,20 @@
 """The terminal reward: the product of the components named in a task's ``reward_basis``.
 
 - DB: the final world equals the gold world (the task's start world with the gold actions replayed).
-- COMMUNICATE: each required string appears in some agent text (case-insensitive, commas ignored).
-- ACTION: each expected action matches some call of the same requestor on name and compared arguments.
+- COMMUNICATE: each required value was told to the user (:func:`mua_gym.communicate.missing_strict`).
+- ACTION: each expected action matches some call of the same requestor on name and compared arguments, a call
+  the tool refused or never ran not counted.
 - ENV_ASSERTION: the domain's predicates hold on the final world.
 - NL_ASSERTION: a pluggable judge (see :class:`Judge`); skipped, and reported as ``None``, without one.
+
+That is strict scoring, what every env pays. A task that an idle agent's world would meet (some of TAU2's: no
+write needed, scored on the world alone) is strict-scored on ACTION over its gold agent calls too, so a user's
+stop, a transfer or a trainer's cut never pays an agent that did not make them. And CONDUCT (strict only, listed
+where it fails): no hand-off the gold does not make (a transfer on a task the agent could solve), and no fix asked
+of the user that the user found already in place (a request made without a diagnosis; counted by the env from its
+user simulator, see :attr:`mua_gym.user_sims.UserReply.needless`). ``parity_reward`` scores the
+same episode by tau2's own rules (COMMUNICATE: a substring of any assistant text; ACTION: any call, refused
+ones included; no idle guard), for figures compared with published tau2 ones.
 
 The gold world is computed once per task (:func:`mua_gym.episode.prepare_task`), so every rollout of a task
 after the first pays only for comparing the rows it changed.
@@ -45,10 +55,12 @@ from typing import TYPE_CHECKING, Any, Awaitable, Literal, Protocol, Sequence
 
 from pydantic import BaseModel
 
+from mua_gym.communicate import missing_parity, missing_strict
 from mua_gym.diff import ChangeSet, WorldComparison, WorldDiff, compare_changes
 from mua_gym.episode import PreparedTask, prepare_task
+from mua_gym.fairness import leaf_values
 from mua_gym.jsonsafe import JSONError, loads
-from mua_gym.messages import AssistantMessage
+from mua_gym.messages import AssistantMessage, ToolMessage
 from mua_gym.task import Action, Task
 from mua_gym.world import World
 
@@ -70,9 +82,11 @@ class Judge(Protocol):
 class RewardInfo(BaseModel):
     """Every component of the reward, with the evidence behind it."""
 
-    #: The binary task reward: the product of the components.
+    #: The binary task reward, strict: the product of the components.
     reward: float
     components: dict[str, float | None]
+    #: The same episode scored by tau2's own rules (see the module docstring); equal to ``reward`` on most.
+    parity_reward: float | None = None
     #: ``rows_reproduced / gold_rows_changed`` (with no gold row, 1.0), but 0.0 if any extra row changed, any
     #: gold row was given a wrong value (:attr:`wrong_rows`) or any stray write was called. A dual-control
     #: user's own rows count in neither (see :attr:`mua_gym.episode.PreparedTask.user_rows`).
@@ -91,6 +105,8 @@ class RewardInfo(BaseModel):
     actions_missing: list[str] = []
     env_assertions_failed: list[str] = []
     nl_assertions: list[bool] | None = None
+    #: Why CONDUCT failed (an unasked hand-off, needless requests); empty where it holds.
+    conduct_failed: list[str] = []
 
 
 def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> WorldComparison:
@@ -100,16 +116,18 @@ def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> WorldComparison:
     return compare_changes(prepared.image, prepared.start_changes, prepared.gold_changes, final, prepared.user_rows)
 
 
-def _normalise(text: str) -> str:
-    return text.lower().replace(",", "")
-
-
 def _arguments_match(expected: Action, arguments: dict[str, Any]) -> bool:
     names = expected.compare_args if expected.compare_args is not None else list(expected.arguments)
     return all(name in arguments and arguments[name] == expected.arguments.get(name) for name in names)
 
 
-def _calls(messages: Sequence[Any]) -> list[tuple[str, str, dict[str, Any]]]:
+Call = tuple[str, str, dict[str, Any], bool]
+
+
+def _calls(messages: Sequence[Any]) -> list[Call]:
+    """Every readable call: (requestor, name, arguments, ran), ``ran`` False where the tool refused it or its
+    result never came (a call after a terminal tool)."""
+    failed = {m.tool_call_id: m.error for m in messages if isinstance(m, ToolMessage)}
     out = []
     for m in messages:
         for tc in getattr(m, "tool_calls", None) or []:
@@ -118,12 +136,24 @@ def _calls(messages: Sequence[Any]) -> list[tuple[str, str, dict[str, Any]]]:
             except JSONError:  # what the world refused to read matches no expected action
                 continue
             if isinstance(args, dict):
-                out.append(("assistant" if isinstance(m, AssistantMessage) else "user", tc.function.name, args))
+                requestor = "assistant" if isinstance(m, AssistantMessage) else "user"
+                out.append((requestor, tc.function.name, args, failed.get(tc.id) is False))
     return out
 
 
-def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]) -> RewardInfo:
-    """Scores a finished episode. ``messages`` is the full record (agent, user and tool messages).
+def _actions_missing(expected: Sequence[Action], calls: Sequence[Call], strict: bool,
+                     failing: Sequence[Action] = ()) -> list[str]:
+    """The names of the expected actions no call matches (strict: no call that ran, except for the ``failing``
+    ones, gold calls that fail in the gold episode itself: some of TAU2's)."""
+    return [e.name for e in expected
+            if not any(r == e.requestor and n == e.name and (ran or not strict or e in failing)
+                       and _arguments_match(e, a) for r, n, a, ran in calls)]
+
+
+def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any], *,
+             needless_requests: int = 0) -> RewardInfo:
+    """Scores a finished episode, strictly, and by tau2's rules (``parity_reward``). ``messages`` is the full
+    record (agent, user and tool messages); ``needless_requests`` the fixes the user found already in place.
 
     NL_ASSERTION needs a judge and is left as ``None`` (not counted) here; :func:`judge_nl_assertions`
     fills it in where a judge is configured.
@@ -132,25 +162,31 @@ def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]
     spec = task.evaluation
     basis = spec.reward_basis
     components: dict[str, float | None] = {}
+    parity: dict[str, float | None] = {}
 
     final = world.changes()
     db_diff, gold_changed, reproduced, extra, wrong = _db_comparison(prepared, final)
     if "DB" in basis:
-        components["DB"] = 1.0 if world.state_hash() == prepared.gold_hash else 0.0
+        components["DB"] = parity["DB"] = 1.0 if world.state_hash() == prepared.gold_hash else 0.0
 
     communicate_missing: list[str] = []
     if "COMMUNICATE" in basis:
-        said = [_normalise(m.content) for m in messages if isinstance(m, AssistantMessage) and m.content]
-        communicate_missing = [s for s in spec.communicate_info if not any(_normalise(s) in t for t in said)]
+        restated = (leaf for a in task.gold_actions for leaf in leaf_values(a.arguments))
+        communicate_missing = missing_strict(spec.communicate_info, messages, domain.answer_vocabularies, restated)
         components["COMMUNICATE"] = 0.0 if communicate_missing else 1.0
+        parity["COMMUNICATE"] = 0.0 if missing_parity(spec.communicate_info, messages) else 1.0
 
+    calls = _calls(messages)
+    failing = [a for a, r in zip(task.gold_actions, prepared.gold_results) if r.error]
     actions_missing: list[str] = []
     if "ACTION" in basis:
-        calls = _calls(messages)
-        for expected in spec.actions or task.gold_actions:
-            if not any(r == expected.requestor and n == expected.name and _arguments_match(expected, a)
-                       for r, n, a in calls):
-                actions_missing.append(expected.name)
+        expected = spec.actions or task.gold_actions
+        actions_missing = _actions_missing(expected, calls, True, failing)
+        components["ACTION"] = 0.0 if actions_missing else 1.0
+        parity["ACTION"] = 0.0 if _actions_missing(expected, calls, strict=False) else 1.0
+    elif prepared.blind_paid:  # an idle agent would be paid: the agent must have made the gold calls
+        actions_missing = _actions_missing([a for a in task.gold_actions if a.requestor == "assistant"], calls, True,
+                                           failing)
         components["ACTION"] = 0.0 if actions_missing else 1.0
 
     failed: list[str] = []
@@ -164,13 +200,17 @@ def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]
                 continue
             if not ok:
                 failed.append(assertion.name)
-        components["ENV_ASSERTION"] = 0.0 if failed else 1.0
+        components["ENV_ASSERTION"] = parity["ENV_ASSERTION"] = 0.0 if failed else 1.0
 
     if "NL_ASSERTION" in basis:
-        components["NL_ASSERTION"] = None if spec.nl_assertions else 1.0
+        components["NL_ASSERTION"] = parity["NL_ASSERTION"] = None if spec.nl_assertions else 1.0
+
+    conduct_failed = _conduct(domain, task, calls, needless_requests)
+    if conduct_failed:
+        components["CONDUCT"] = 0.0
 
     gold_writes = {a.name for a in task.gold_actions if a.requestor == "assistant"}
-    stray = sum(1 for r, n, _ in _calls(messages) if r == "assistant" and n not in gold_writes
+    stray = sum(1 for r, n, _, _ in calls if r == "assistant" and n not in gold_writes
                 and n in world.tools and world.tools[n].kind == "write")
     if extra or wrong or stray:  # any write gold does not make voids the credit, else a blind shotgun is paid
         partial = 0.0
@@ -179,12 +219,28 @@ def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]
     else:
         partial = 1.0
     return RewardInfo(
-        reward=_product(components), components=components, partial_credit=partial, db_diff=db_diff,
-        gold_rows_changed=gold_changed, rows_reproduced=reproduced, extra_rows_changed=extra, wrong_rows=wrong,
-        stray_writes=stray,
+        reward=_product(components), components=components, parity_reward=_product(parity), partial_credit=partial,
+        db_diff=db_diff, gold_rows_changed=gold_changed, rows_reproduced=reproduced, extra_rows_changed=extra,
+        wrong_rows=wrong, stray_writes=stray,
         communicate_missing=communicate_missing, actions_missing=actions_missing,
-        env_assertions_failed=failed,
+        env_assertions_failed=failed, conduct_failed=conduct_failed,
     )
+
+
+#: The hand-off every domain's agent may make; a domain's terminal tools are hand-offs too.
+HANDOFF = "transfer_to_human_agents"
+
+
+def _conduct(domain: "Domain", task: Task, calls: Sequence[Call], needless_requests: int) -> list[str]:
+    """Why the agent's conduct fails strict scoring (see the module docstring); empty where it holds."""
+    handoffs = domain.terminal_tools | {HANDOFF}
+    failed = []
+    if not any(a.name in handoffs for a in task.gold_actions):
+        made = sorted({n for r, n, _, ran in calls if r == "assistant" and ran and n in handoffs})
+        failed += [f"{name}: a hand-off the task does not need" for name in made]
+    if needless_requests:
+        failed.append(f"{needless_requests} fix(es) asked of the user that were already in place")
+    return failed
 
 
 def _product(components: dict[str, float | None]) -> float:
@@ -204,9 +260,11 @@ async def judge_nl_assertions(info: RewardInfo, task: Task, judge: Judge,
     """Asks ``judge`` about the task's NL assertions and folds its verdicts into the reward."""
     verdicts = [bool(v) for v in await judge(conversation, list(task.evaluation.nl_assertions))]
     components = dict(info.components)
-    components["NL_ASSERTION"] = 1.0 if len(verdicts) == len(task.evaluation.nl_assertions) and all(verdicts) else 0.0
+    verdict = 1.0 if len(verdicts) == len(task.evaluation.nl_assertions) and all(verdicts) else 0.0
+    components["NL_ASSERTION"] = verdict
+    parity = None if info.parity_reward is None else info.parity_reward * verdict
     return info.model_copy(update={"components": components, "nl_assertions": verdicts,
-                                   "reward": _product(components)})
+                                   "reward": _product(components), "parity_reward": parity})
 
 
 # -- reward modes ---------------------------------------------------------------------------------------
@@ -271,6 +329,7 @@ class ValidityTerm(BaseModel):
 class EfficiencyTerm(BaseModel):
     """``efficiency``'s inputs and value."""
 
+    #: The agent's calls, with each fix it asked of the user that was already in place (the env counts them).
     calls: int
     #: The task's gold actions the agent itself makes (a dual-control user's own are left out).
     gold_calls: int

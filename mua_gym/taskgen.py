@@ -11,15 +11,16 @@ counted (:class:`GenerationStats`, on the :class:`TaskList` that :func:`generate
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from mua_gym.fairness import unfair_values
-from mua_gym.messages import AssistantMessage, ToolCall
+from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.episode import prepare_task
 from mua_gym.reward import evaluate
 from mua_gym.task import Action, EvaluationSpec, GenerationStats, Task, TaskList, UserScenario, WorldSpec
+from mua_gym.tools import ToolResult
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
@@ -109,15 +110,26 @@ def check_task(domain: "Domain", task: Task) -> tuple[str, list[str]] | None:
         if unknown:
             return "unfair", unknown
         world = domain.scratch_world(prepared.image, task.world.source)
-        said = AssistantMessage(content=" ".join(task.evaluation.communicate_info) or "Done.",
-                                tool_calls=[ToolCall.make(f"g{i}", a.name, a.arguments)
-                                            for i, a in enumerate(task.gold_actions)])
-        reward = evaluate(domain, task, world, [said]).reward
+        reward = evaluate(domain, task, world, gold_conversation(task, prepared.gold_results)).reward
         if reward != 1.0:
             return "failed", [f"the gold episode scores {reward}"]
         world.reset(prepared.start, prepared.start_memory)
         reward = evaluate(domain, task, world, []).reward
         return None if reward == 0.0 else ("failed", [f"doing nothing scores {reward}"])
+
+
+def gold_conversation(task: Task, results: Sequence[ToolResult]) -> list[Any]:
+    """The gold episode's record as scoring reads it: each gold call with its result, then one message to the user
+    that states every value the task requires the agent to tell."""
+    calls = [ToolCall.make(f"g{i}", a.name, a.arguments) for i, a in enumerate(task.gold_actions)]
+    record: list[Any] = []
+    for action, call, result in zip(task.gold_actions, calls, results):
+        maker = AssistantMessage if action.requestor == "assistant" else UserMessage
+        record.append(maker(content=None if action.requestor == "assistant" else "", tool_calls=[call]))
+        record.append(ToolMessage(tool_call_id=call.id, content=result.content, name=action.name, error=result.error,
+                                  requestor=action.requestor))
+    record.append(AssistantMessage(content=" ".join(task.evaluation.communicate_info) or "Done."))
+    return record
 
 
 def verify_task(domain: "Domain", task: Task) -> bool:

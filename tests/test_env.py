@@ -459,7 +459,8 @@ def test_finish_keeps_a_truncated_episode_at_zero():
 
 def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
     """Some TAU2 tasks need no write and are scored on the world only: an untouched world is their gold one.
-    A rollout cut short there must not be paid, or a trainer's policy learns to stop at once."""
+    A rollout cut short there must not be paid unless the agent made the gold's calls, or a trainer's policy
+    learns to stop at once; tau2's own rules would pay it (``parity_reward``)."""
     pytest.importorskip("tau2")
     from mua_gym.episode import prepare_task
 
@@ -470,7 +471,12 @@ def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
     env.reset(options={"task": blind[0]})
     assert env.finish() == 0.0
     trajectory = env.trajectory()
-    assert trajectory.truncated and not trajectory.terminated and trajectory.termination_reason == "stopped_by_trainer"
+    assert trajectory.terminated and trajectory.termination_reason == "stopped_by_trainer"
+    assert trajectory.reward_info["components"]["ACTION"] == 0.0 and trajectory.reward_info["parity_reward"] == 1.0
+    env.reset(options={"task": blind[0]})
+    for call in blind[0].gold_actions:
+        env.step({"name": call.name, "arguments": call.arguments})
+    assert env.finish() == 1.0  # the gold's look-ups made: the same stop is paid
     env.reset(options={"task": scored[0]})
     assert env.finish() == 0.0 and env.trajectory().terminated  # scored, and nothing done earns nothing
     generated = mua_gym.make("mua/Airline-v0", split="test").unwrapped

@@ -115,7 +115,7 @@ def test_the_action_comparison_of_the_reward_skips_unreadable_arguments():
     message = AssistantMessage(tool_calls=[{"id": "a", "function": {"name": "x", "arguments": "[%s]" % HUGE}},
                                            {"id": "b", "function": {"name": "y", "arguments": '{"k": NaN}'}},
                                            {"id": "c", "function": {"name": "z", "arguments": '{"k": 1}'}}])
-    assert _calls([message]) == [("assistant", "z", {"k": 1})]
+    assert _calls([message]) == [("assistant", "z", {"k": 1}, False)]  # (no result came: it never ran)
 
 
 def test_a_terminal_reward_after_hostile_calls_is_a_number(mock):

@@ -16,6 +16,7 @@ from mua_gym.user_sims.base import (
     UserSimulator,
     UserSimulatorError,
     UserView,
+    for_the_user,
 )
 from mua_gym.user_sims.persona import describe_persona, resolve_persona, sample_persona
 from mua_gym.user_sims.scenario import ScenarioUser
@@ -23,8 +24,8 @@ from mua_gym.user_sims.scripted import ScriptedUser
 
 __all__ = [
     "STOP_TOKENS", "LLMUser", "ReplayUser", "ScenarioUser", "ScriptedUser", "UserModelError", "UserReply",
-    "UserSimulator", "UserSimulatorError", "UserView", "describe_persona", "make_user", "resolve_persona",
-    "sample_persona",
+    "UserSimulator", "UserSimulatorError", "UserView", "describe_persona", "for_the_user", "make_user",
+    "resolve_persona", "sample_persona",
 ]
 
 

@@ -16,6 +16,8 @@ A simulator that cannot answer raises :class:`UserSimulatorError`; the episode t
 
 from __future__ import annotations
 
+import re
+
 import abc
 from typing import Any, ClassVar, Coroutine, Sequence, TypeVar
 
@@ -24,12 +26,26 @@ from pydantic import BaseModel, Field
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.task import Task
 
-__all__ = ["STOP_TOKENS", "UserReply", "UserSimulator", "UserSimulatorError", "UserView", "run_immediate"]
+__all__ = ["STOP_TOKENS", "UserReply", "UserSimulator", "UserSimulatorError", "UserView", "for_the_user",
+           "run_immediate"]
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"
 OUT_OF_SCOPE = "###OUT-OF-SCOPE###"
 STOP_TOKENS = (STOP, TRANSFER, OUT_OF_SCOPE)
+
+#: The user's control tokens (any spacing), chat-template role markers, and transcript role labels at a line's
+#: start: what agent text could use to speak for the user or end the episode in the user's name.
+_IMPERSONATION = re.compile(
+    r"#{3}[ \t]*(?:STOP|TRANSFER|OUT-OF-SCOPE)[ \t]*#{3}|<\|[^|<>\n]{0,40}\|>|\[/?INST\]|</?s>|"
+    r"^[ \t]*(?:user|customer|system|assistant|agent|human)[ \t]*:", re.IGNORECASE | re.MULTILINE)
+
+
+def for_the_user(text: str) -> str:
+    """The agent's ``text`` as a user simulator may read it: control tokens and role markers removed (linear
+    time), so that no agent ends the episode or speaks in the user's name."""
+    return _IMPERSONATION.sub("", text)
+
 
 #: What a simulator sees: the agent's texts, its own messages, its own tool results.
 UserView = Sequence[AssistantMessage | UserMessage | ToolMessage]
@@ -42,6 +58,9 @@ class UserReply(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     #: The user ran out of patience and leaves; the episode ends (``termination_reason="user_walked_away"``).
     walked_away: bool = False
+    #: The agent asked for a fix the user found already in place ("it's already off"): a request made without a
+    #: diagnosis, which strict scoring holds against the agent (a simulator that can tell sets it).
+    needless: bool = False
 
     @property
     def stop_token(self) -> str | None:

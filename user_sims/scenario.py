@@ -238,7 +238,7 @@ class ScenarioUser(UserSimulator):
                 return self._run(((pending.setting.toggle, {}), (pending.setting.toggle, {})))
             if state is not None and state == pending.want:
                 return UserReply(content=self._say(f"It's already {'on' if state else 'off'}, so I left it as it is. "
-                                                   f"It shows: {results[-1].content}"))
+                                                   f"It shows: {results[-1].content}"), needless=True)
             if state is not None:
                 self._checking = False
                 return self._run(((pending.setting.toggle, {}),))

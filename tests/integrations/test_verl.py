@@ -218,9 +218,13 @@ def loop_with_budget(worker: AgentLoopWorker, loop_file: Path, texts: list[str],
 @pytest.mark.parametrize("after_the_last_write", [False, True])
 def test_the_response_budget_stops_the_episode_and_scores_the_world_as_it_stands(worker, readme_files,
                                                                                    after_the_last_write):
-    _, row = batch_of(worker, readme_files, 1)
     loop_file = next(readme_files.glob("*.yaml"))
-    texts = gold_texts(task_of(row, loop_file))
+    for index in range(1, 64):  # a task the world alone judges: once its last write is made, it is done
+        _, row = batch_of(worker, readme_files, index)
+        task = task_of(row, loop_file)
+        if not task.evaluation.communicate_info and any('"name": "modify_' in t for t in gold_texts(task)):
+            break
+    texts = gold_texts(task)
     budget = 40  # inside the first turn: nothing is done, nothing is earned
     if after_the_last_write:  # room for every gold call and its result, one token more, no room for the goodbye
         full = loop_with_budget(worker, loop_file, texts, 4096)
