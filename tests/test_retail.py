@@ -103,10 +103,10 @@ def test_refusal_tasks_punish_the_forbidden_write(retail, test_tasks):
         obs, *_ = env.step({"name": "cancel_pending_order", "arguments": cancel})
         assert obs[0]["content"] == "Error: Non-pending order cannot be cancelled"
     while True:
-        *_, reward, terminated, truncated, info = env.step("I cannot do that, sorry.")
+        *_, reward, terminated, truncated, info = env.step(f"I cannot do that, sorry: it is {facts['status']}.")
         if terminated or truncated:
             break
-    assert reward == 1.0  # looked it up, refused, changed nothing
+    assert reward == 1.0  # looked it up, refused with the status that forbids it, changed nothing
 
 
 def test_tool_rules_on_a_generated_world(retail):

@@ -1,14 +1,13 @@
 """Telecom (dual control) on TAU2's world and tasks: gold replay, the oracle with a rule-driven user, loading."""
 
 import json
-import time
 
 import pytest
 
 import mua_gym
 from mua_gym import MuaEnv, tau2
 from mua_gym.agents import OracleAgent
-from mua_gym.messages import AssistantMessage, ToolCall, UserMessage
+from mua_gym.taskgen import gold_conversation
 from mua_gym.episode import prepare_task
 from mua_gym.reward import evaluate
 
@@ -23,21 +22,14 @@ def telecom():
     return mua_gym.get_domain("telecom")
 
 
-def gold_messages(task):
-    return [AssistantMessage(tool_calls=[ToolCall.make(f"a{i}", a.name, a.arguments)]) if a.requestor == "assistant"
-            else UserMessage(content="", tool_calls=[ToolCall.make(f"u{i}", a.name, a.arguments)])
-            for i, a in enumerate(task.gold_actions)]
-
-
 def replay(domain, task):
     """(gold reward, do-nothing reward) of a task, replayed on a world of its own."""
     prepared = prepare_task(domain, task)
     world = domain.world_from_image(prepared.image, "tau2")
     world.reset(prepared.start, prepared.start_memory)
     nothing = evaluate(domain, task, world, []).reward
-    for a in task.gold_actions:
-        world.call_tool(a.name, a.arguments, a.requestor)
-    reward = evaluate(domain, task, world, gold_messages(task)).reward
+    results = [world.call_tool(a.name, a.arguments, a.requestor) for a in task.gold_actions]
+    reward = evaluate(domain, task, world, gold_conversation(task, results)).reward
     world.close()
     return reward, nothing
 
@@ -52,13 +44,15 @@ def test_base_tasks_splits_and_gold_replay(telecom):
 
 
 @pytest.mark.slow
-def test_full_task_set_loads_fast_and_every_gold_replay_scores_one(telecom):
-    started = time.perf_counter()
-    full = telecom.tasks("train", "tau2", subset="full")
-    loaded = time.perf_counter() - started
-    print(f"\n2,285 tasks loaded in {loaded:.2f} s")
-    assert len(full) == 2285 and loaded < 5.0  # ~0.5 s here; generous for a loaded CI machine
-    failures = [t.id for t in full if replay(telecom, t)[0] != 1.0]
+def test_full_task_set_keeps_the_test_split_out_of_train_and_every_gold_replay_scores_one(telecom):
+    train = telecom.tasks("train", "tau2", subset="full")
+    test = telecom.tasks("test", "tau2", subset="full")
+    assert (len(train), len(test)) == (2285 - 40, 40)
+    assert not {t.id for t in train} & {t.id for t in test}  # training on "train" never trains on a test task
+    assert {t.id for t in test} == {t.id for t in telecom.tasks("test", "tau2")}
+    with pytest.raises(ValueError, match="train and test only"):
+        telecom.tasks("dev", "tau2", subset="full")
+    failures = [t.id for t in [*train, *test] if replay(telecom, t)[0] != 1.0]
     assert not failures, failures[:5]
 
 

@@ -117,16 +117,23 @@ def test_counts_splits_families_and_personas(telecom, train_tasks, test_tasks):
                      "wifi_calling", "permission", "usage"}
     traps = [t for t in train_tasks if t.user_scenario.facts["trap"]]
     assert {t.user_scenario.facts["trap"] for t in traps} == {"sim", "suspension"}
-    assert all(t.evaluation.reward_basis == ["ENV_ASSERTION", "ACTION"] and t.difficulty == 3 and
+    # A trap is paid for the hand-off with its reason told: what the SIM is locked with, or when the contract ended.
+    assert all(t.evaluation.reward_basis == ["ENV_ASSERTION", "ACTION", "COMMUNICATE"] and t.difficulty == 3 and
                t.evaluation.actions[0].name == "transfer_to_human_agents" and t.evaluation.actions[0].compare_args == []
-               for t in traps)
-    # Every task also asks for the policy's first look-ups (the customer, then the line): no blind fixer is paid;
+               and t.evaluation.communicate_info in (["pin"], ["puk"], ["2025-01-31"]) for t in traps)
+    # Every task also asks for the policy's first look-ups (the customer, then the line), and for the account
+    # reads before an account fix (usage before a top-up, bills before a payment request): no blind fixer is paid;
     # and, but for traps, for the gold world itself (DB): a write nobody asked for fails it.
-    assert all(t.evaluation.reward_basis[-2:] == ["ENV_ASSERTION", "ACTION"] and
-               ("DB" in t.evaluation.reward_basis) == (not t.user_scenario.facts["trap"]) and
-               [(a.name, a.arguments) for a in t.evaluation.actions if a.name != "transfer_to_human_agents"] ==
-               [("get_customer_by_phone", {"phone_number": t.user_scenario.facts["phone_number"]}),
-                ("get_details_by_id", {"id": t.user_scenario.facts["line_id"]})] for t in train_tasks)
+    for t in train_tasks:
+        facts, spec = t.user_scenario.facts, t.evaluation
+        assert spec.reward_basis[:3] == (["ENV_ASSERTION", "ACTION", "COMMUNICATE"] if facts["trap"] else
+                                         ["DB", "ENV_ASSERTION", "ACTION"])
+        reads = [(a.name, a.arguments) for a in spec.actions if a.name != "transfer_to_human_agents"]
+        assert reads[:2] == [("get_customer_by_phone", {"phone_number": facts["phone_number"]}),
+                             ("get_details_by_id", {"id": facts["line_id"]})]
+        faults = facts["faults"]
+        assert ("get_data_usage" in {n for n, _ in reads}) == ("usage:exceeded" in faults)
+        assert ("get_bills_for_customer" in {n for n, _ in reads}) == ("suspension:overdue" in faults)
     assert {t.user_scenario.facts["persona"] for t in train_tasks} == {"confident", "everyday", "novice", "hurried"}
     assert {t.user_scenario.persona.disclosure for t in train_tasks} == {"minimal", "normal", "forthcoming"}
     for t in train_tasks:
@@ -194,7 +201,7 @@ def test_oracle_with_scenario_user_scores_one_and_doing_nothing_zero_on_every_te
 
 
 def test_a_trap_is_solved_by_transferring_and_not_by_fixing(telecom, train_tasks):
-    from mua_gym.messages import AssistantMessage, ToolCall
+    from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage
     from mua_gym.episode import prepare_task
     from mua_gym.reward import evaluate
 
@@ -205,16 +212,24 @@ def test_a_trap_is_solved_by_transferring_and_not_by_fixing(telecom, train_tasks
     cid, lid = task.user_scenario.facts["customer_id"], task.user_scenario.facts["line_id"]
     lookups = [ToolCall.make(f"l{i}", a.name, a.arguments) for i, a in enumerate(task.evaluation.actions[1:])]
     handoff = ToolCall.make("t", "transfer_to_human_agents", {"summary": "help"})
-    transfer = AssistantMessage(tool_calls=lookups + [handoff])
-    assert evaluate(telecom, task, world, [AssistantMessage(tool_calls=lookups[:1] + transfer.tool_calls[-1:])]
-                    ).reward == 0.0  # the line was never looked up
-    assert evaluate(telecom, task, world, [transfer]).reward == 1.0
+
+    def ran(calls: list) -> list:  # the calls, each answered by a result that is no error
+        return [AssistantMessage(tool_calls=calls)] + [ToolMessage(tool_call_id=c.id, content="{}") for c in calls]
+
+    why = [AssistantMessage(content=f"Your contract ended on {task.evaluation.communicate_info[0]}, so I must "
+                                    "transfer you.")]
+    transfer = ran(lookups + [handoff]) + why
+    assert evaluate(telecom, task, world, ran(lookups[:1] + [handoff]) + why).reward == 0.0  # the line: not looked up
+    refused = [transfer[0]] + [m.model_copy(update={"error": True}) for m in transfer[1:-1]] + why
+    assert evaluate(telecom, task, world, refused).reward == 0.0  # calls the tools refused are no look-ups
+    assert evaluate(telecom, task, world, ran(lookups + [handoff])).reward == 0.0  # the reason never told
+    assert evaluate(telecom, task, world, transfer).reward == 1.0
     # Fixing what can be fixed, then lifting the suspension of a line whose contract has ended (against the
     # policy) brings the service back, and fails the task even with a transfer.
     for action in task.gold_actions[:-1]:
         assert not world.call_tool(action.name, action.arguments, action.requestor).error
-    assert evaluate(telecom, task, world, [transfer]).reward == 1.0
+    assert evaluate(telecom, task, world, transfer).reward == 1.0
     assert not world.call_tool("resume_line", {"customer_id": cid, "line_id": lid}).error
     assert not world.call_tool("reboot_device", {}, "user").error
-    assert evaluate(telecom, task, world, [transfer]).reward == 0.0
+    assert evaluate(telecom, task, world, transfer).reward == 0.0
     world.close()

@@ -29,5 +29,9 @@ DOMAIN = Domain(
             "tau2": tau2.json_world("airline", load_db)},
     task_sources={"generated": generated_tasks, "tau2": tau2.task_source("airline")},
     reward_basis=("DB", "COMMUNICATE"),
+    # a flight's status, a cabin and a membership are answers: a reply naming every option answers nothing
+    answer_vocabularies=(("available", "on time", "delayed", "flying", "landed", "cancelled", "scheduled",
+                          "diverted"),
+                         ("basic_economy", "economy", "business"), ("regular", "silver", "gold")),
     description="An airline: flights by date with seats and prices, users with payment methods, reservations.",
 )

@@ -203,8 +203,15 @@ class _Maker(TaskMaker):
             says = (f"I'm a gold member and my trip on reservation {r['id']} was a mess. I want a 300 dollar "
                     "certificate as compensation.")
         self.used.add(r["id"])
+        # refusing is paid only with the fact that forbids it, which only a look-up tells
+        if kind == "compensation":
+            says += " If you can't, tell me what membership level you have on file for me."
+            fact = self.user["membership"]
+        else:
+            says += " If you can't, tell me which cabin the reservation is in."
+            fact = r["cabin"]
         lookup = action("get_reservation_details", reservation_id=r["id"])
-        return Intent("refusal", says, [lookup], checks=[lookup],
+        return Intent("refusal", says, [lookup], communicate=[fact], checks=[lookup],
                       facts={"reservation_id": r["id"], "forbidden": kind})
 
     def change_flight(self) -> Intent | None:

@@ -39,5 +39,8 @@ DOMAIN = Domain(
     task_sources={"generated": generated_tasks, "tau2": tau2.task_source("retail")},
     source_tools={"tau2": tau2_toolkit},
     reward_basis=("DB", "COMMUNICATE"),
+    # an order's status is an answer: a reply naming every status answers nothing
+    answer_vocabularies=(("pending", "processed", "delivered", "cancelled", "return requested",
+                          "exchange requested"),),
     description="An online store: users, payment methods, products and their items, orders.",
 )

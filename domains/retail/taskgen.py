@@ -261,8 +261,10 @@ class _Maker(TaskMaker):
         self.used.add(order["id"])
         says = (f"Cancel my order {order['id']} please, I don't want it anymore." if kind == "cancel" else
                 f"I'd like to return everything in my order {order['id']} for a refund.")
+        says += " If you can't, tell me what status the order is in."
         lookup = action("get_order_details", order_id=order["id"])
-        return Intent("refusal", says, [lookup], checks=[lookup],
+        # refusing is paid only with the status that forbids it, which only the look-up tells
+        return Intent("refusal", says, [lookup], communicate=[order["status"]], checks=[lookup],
                       facts={"order_id": order["id"], "forbidden": kind, "status": order["status"]})
 
 

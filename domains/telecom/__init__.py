@@ -60,5 +60,6 @@ DOMAIN = Domain(
     reward_basis=("ENV_ASSERTION",),
     dual_control=True,
     memo=True,  # the phone's rows and the sync's look-ups are derived again on every call otherwise
+    answer_vocabularies=(("pin", "puk"),),  # what a locked SIM is locked with: naming both answers nothing
     description="Mobile technical support: a carrier's accounts on one side, the customer's phone on the other.",
 )

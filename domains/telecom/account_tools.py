@@ -106,6 +106,11 @@ ADD_ITEM = insert(bill_line_items).values(bill_id=P("v_bid"), position=NEXT_ITEM
 
 
 # -- the calendar (tau2's fixed clock) ----------------------------------------------------------------------
+def end_of_last_month() -> date:
+    """The last day of the month before TODAY: when an overdue bill's period, or an ended contract, closed."""
+    return TODAY.replace(day=1) - timedelta(days=1)
+
+
 def _first_of_next_month(day: date) -> date:
     return (day.replace(day=1) + timedelta(days=32)).replace(day=1)
 
@@ -485,7 +490,7 @@ def suspend_line_for_overdue_bill(world: World, customer_id: str, line_id: str, 
         raise ToolError("Customer already has an overdue bill")
     if world.fetch_one(BILL, bid=new_bill_id) is not None:  # tau2 would add a second bill with this id
         raise ToolError(f"Bill {new_bill_id} already exists")
-    last_month_end = TODAY.replace(day=1) - timedelta(days=1)
+    last_month_end = end_of_last_month()
     start = last_month_end.replace(day=1)
     _add_bill(world, new_bill_id, customer_id, start, last_month_end, start, start + timedelta(days=14), "Overdue")
     _add_item(world, _bill(world, new_bill_id), f"Charge for line {line_id}", amount,

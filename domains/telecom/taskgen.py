@@ -50,6 +50,7 @@ import numpy as np
 
 from mua_gym.domain import Domain
 from mua_gym.domains.telecom.account_records import ACCOUNT_DB
+from mua_gym.domains.telecom.account_tools import end_of_last_month
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
 from mua_gym.kit.tasks import TaskMaker, generated_world, read_world
 from mua_gym.taskgen import generate_tasks
@@ -338,12 +339,14 @@ class _Maker(TaskMaker):
                     "customer_id": cid, "line_id": lid, "expected_amount": line["data_refueling_gb"] + refuel_gb}))
 
         transfer = None
+        reason: list[str] = []  # what the agent must tell of a trap: the fact that makes it one
         if trap_slot is not None:
             why = ("the SIM card is locked with a PIN/PUK code" if trap_slot == "sim"
                    else "the line is suspended and its contract has ended")
             transfer = _a("transfer_to_human_agents", summary=f"Customer {cid}, line {lid}: {why}.")
             transfer.compare_args = []  # any summary will do
             gold += trap_checks + [transfer]
+            reason = [faults["sim"]] if trap_slot == "sim" else [str(end_of_last_month())]
             assertions = [("assert_service_status", {"expected_status": "no_service"})]
             if trap_slot == "suspension":
                 assertions.append(("assert_line_status", {"customer_id": cid, "line_id": lid,
@@ -361,7 +364,8 @@ class _Maker(TaskMaker):
         if refuel_gb is not None:
             refuel = (f" I'd like to add {_gb(refuel_gb)} GB of data to my line." if family_name == "data_exhausted"
                       else f" If it turns out I need more data, I'm fine with adding {_gb(refuel_gb)} GB.")
-        says = f"{OPENERS[persona_name]}{symptom}{where}{refuel} My phone number is {number}."
+        says = (f"{OPENERS[persona_name]}{symptom}{where}{refuel} My phone number is {number}. If it can't be fixed "
+                f"here, tell me exactly why, with any date that matters.")
         turns = sum(a.requestor == "user" for a in gold) + 2 + any(
             a.requestor == "assistant" and a.name in WRITES for a in gold)
         spec = PERSONAS[persona_name]
@@ -385,10 +389,14 @@ class _Maker(TaskMaker):
             intent["plan_terms"] = terms
         if refuel_gb is not None:
             intent["refuel_gb"] = refuel_gb
+        # The agent's own account reads before its fixes (usage before a top-up, bills before a payment request) are
+        # judged too: a fix made without them is a guess.
+        diagnosis = [a for a in gold if a.requestor == "assistant" and a.name in DIAGNOSTIC_READS]
         evaluation = EvaluationSpec(
-            # A trap is judged on the hand-off and the service still down, not on which phone faults got fixed first.
-            reward_basis=["ENV_ASSERTION", "ACTION"] if trap_slot else ["DB", "ENV_ASSERTION", "ACTION"],
-            actions=([transfer] if transfer is not None else []) + lookups,
+            # A trap is judged on the hand-off, the reason told and the service still down, not on which phone
+            # faults got fixed first.
+            reward_basis=["ENV_ASSERTION", "ACTION", "COMMUNICATE"] if trap_slot else ["DB", "ENV_ASSERTION", "ACTION"],
+            actions=([transfer] if transfer is not None else []) + lookups + diagnosis, communicate_info=reason,
             env_assertions=[EnvAssertion(name=n, arguments=a) for n, a in assertions])
         return Task(
             id=task_id, domain="telecom", split=self.split, category=family_name, difficulty=level,  # type: ignore[arg-type]
@@ -412,6 +420,8 @@ class _Maker(TaskMaker):
         )
 
 
+#: The agent's account reads that diagnose before an account fix.
+DIAGNOSTIC_READS = frozenset({"get_data_usage", "get_bills_for_customer"})
 WRITES = frozenset({"send_payment_request", "resume_line", "enable_roaming", "disable_roaming", "refuel_data",
                     "suspend_line"})
 #: Look-ups a task needs once: a second identical one (e.g. the line's details for two faults) is left out.
