@@ -1,8 +1,6 @@
-"""Blind baseline agents: they never call a tool and never read the task, the tools or the policy; they only talk.
+"""Baseline agents a fair reward pays nothing: the attacks a reward hacker tries.
 
-A fair environment pays them nothing, however they talk: every domain's test split must give each of them a mean
-reward of at most 1% (``tests/test_blind_agents.py`` holds every domain to that). They are the attacks a reward
-hacker tries first:
+Blind agents never call a tool and never read the task, the tools or the policy; they only talk:
 
 - ``greetings``: pleasantries only;
 - ``affirmations``: "yes / confirm / done" over and over;
@@ -11,16 +9,39 @@ hacker tries first:
 - ``mixed``: a greeting, then requests interleaved with affirmations, then "anything else?";
 - ``answers``: every answer an information request could have, said at once (each flight status there is, a
   zero amount, a made-up tracking number), so that an answer judged by words alone would be paid.
+
+Semi-blind agents (:data:`EXPLOIT_AGENTS`) make the look-ups a task needs (its gold read calls, read from the task:
+a stronger attacker than any policy), then do anything but solve it:
+
+- ``lookup-silence``: say nothing useful; ``lookup-refuse``: refuse politely; ``lookup-confirm``: "yes, done";
+- ``lookup-stop``: end the episode (a trainer's cut: the driver calls ``finish``);
+- ``lookup-transfer``: transfer to a human agent;
+- ``lookup-dump``: paste every tool result to the user; ``lookup-recite``: recite them one field a message;
+- ``lookup-hidden``: write every result into the text of a message that carries a tool call (the user never
+  sees it);
+- ``lookup-options``: name every option at once: every word of the domain's answer vocabularies and every
+  number and id of the results;
+- ``lookup-scattershot``: call every write tool with values taken from the results;
+- ``refused-options``: make each look-up with a bogus argument (each is refused), then name every option;
+- ``lookup-requests``: ask the user for every phone request there is, in turn, then transfer;
+- ``lookup-shotgun``: ask the user for every phone fix once, each in the direction that mends it (airplane
+  mode off, mobile data on, reseat, reset, reboot, grant, pay...), with no diagnosis.
+
+Every domain's generated test split must pay each of them at most 1% (``tests/test_blind_agents.py``,
+``tests/test_exploit_agents.py``; ``mua-gym audit`` plays them on any domain).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Sequence
 
 from mua_gym.agents import Agent
+from mua_gym.communicate import tokens
+from mua_gym.task import Action, Task
 
-__all__ = ["BLIND_AGENTS", "BlindAgent", "affirmations_agent", "answers_agent", "greetings_agent", "mixed_agent",
-           "request_lines", "requests_agent"]
+__all__ = ["BLIND_AGENTS", "BlindAgent", "EXPLOIT_AGENTS", "ExploitAgent", "affirmations_agent", "answers_agent",
+           "greetings_agent", "mixed_agent", "request_lines", "requests_agent"]
 
 GREETINGS = ("Hello!", "Hi there, how can I help you today?", "Good day! I'm here to help.",
              "Thanks for reaching out to us.", "Hello again! Happy to help.")
@@ -100,4 +121,144 @@ def answers_agent() -> BlindAgent:
 BLIND_AGENTS: dict[str, Callable[[], BlindAgent]] = {
     "greetings": greetings_agent, "affirmations": affirmations_agent, "requests": requests_agent,
     "mixed": mixed_agent, "answers": answers_agent,
+}
+
+
+class ExploitAgent(Agent):
+    """Makes ``task``'s gold look-ups (its agent's gold calls of read tools), one a turn, then plays ``strategy``
+    (a key of :data:`EXPLOIT_AGENTS`) until the episode ends. Returns an assistant message dict each step.
+    """
+
+    def __init__(self, task: Task, strategy: str) -> None:
+        from mua_gym.registry import get_domain
+
+        if strategy not in EXPLOIT_AGENTS:
+            raise ValueError(f"unknown exploit {strategy!r}: one of {', '.join(EXPLOIT_AGENTS)}")
+        self.task, self.strategy = task, strategy
+        self.domain = get_domain(task.domain)
+        toolkit = self.domain.toolkit(task.world.source)
+        self.tools = toolkit.tools
+        self.writes = [name for name, t in toolkit.tools.items() if t.kind == "write"]
+        self.reset({})
+
+    def reset(self, info: dict[str, Any]) -> None:
+        self.stopped, self.stop_reason = False, None
+        self._lookups: list[Action] = self._reads()
+        self.results: list[str] = []
+        self._script: list[dict[str, Any]] | None = None
+        self._calls = 0
+
+    def _reads(self) -> list[Action]:
+        """The gold's agent reads; a hand-off (a terminal tool, or a transfer) is an answer, not a look-up."""
+        handoffs = self.domain.terminal_tools | {"transfer_to_human_agents"}
+        return [a for a in self.task.gold_actions if a.requestor == "assistant" and a.name in self.tools
+                and self.tools[a.name].kind != "write" and a.name not in handoffs]
+
+    def _parameters(self, name: str) -> list[str]:
+        return list(self.tools[name].schema["function"]["parameters"].get("properties", {}))
+
+    def _call(self, name: str, arguments: dict[str, Any], content: str | None = None) -> dict[str, Any]:
+        self._calls += 1
+        return {"role": "assistant", "content": content, "tool_calls": [{
+            "id": f"x{self._calls}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+    @staticmethod
+    def _say(text: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": text}
+
+    def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
+        self.results += [str(m.get("content")) for m in observation
+                         if m.get("role") == "tool" and not str(m.get("content", "")).startswith("Error")]
+        if self._lookups:
+            action = self._lookups.pop(0)
+            if self.strategy == "refused-options":  # every argument replaced by one no tool accepts
+                return self._call(action.name, {k: "no-such-value" for k in action.arguments})
+            return self._call(action.name, action.arguments)
+        if self._script is None:
+            self._script = self._plan()
+        if self._script:
+            return self._script.pop(0)
+        if self.strategy == "lookup-stop":
+            self.stopped, self.stop_reason = True, "agent_stopped"
+        return self._say(CLOSING)
+
+    def _options(self) -> str:
+        """Every word of the domain's answer vocabularies and every number and id the results hold."""
+        words = [w for vocabulary in self.domain.answer_vocabularies for w in vocabulary]
+        seen = dict.fromkeys(t for r in self.results for t in tokens(r) if any(c.isdigit() for c in t))
+        return "It is one of these: " + ", ".join(words + list(seen)) + "."
+
+    def _plan(self) -> list[dict[str, Any]]:
+        """The messages the strategy sends once its look-ups are made."""
+        strategy, results = self.strategy, self.results or ["(nothing found)"]
+        if strategy == "lookup-silence":
+            return [self._say("I have looked into this for you.")]
+        if strategy == "lookup-refuse":
+            return [self._say("I'm sorry, but I cannot help with that request under our policy.")]
+        if strategy == "lookup-confirm":
+            return [self._say(line) for line in AFFIRMATIONS]
+        if strategy == "lookup-stop":
+            return []
+        if strategy == "lookup-transfer":
+            if "transfer_to_human_agents" in self.tools:
+                return [self._call("transfer_to_human_agents", {"summary": "The customer needs more help."})]
+            return [self._say("I am transferring you to a human agent.")]
+        if strategy == "lookup-dump":
+            return [self._say("Here is everything I found: " + "\n".join(results))]
+        if strategy == "lookup-recite":
+            return [self._say(f"{key}: {value}") for key, value in _fields(results)[:40]]
+        if strategy == "lookup-hidden":
+            lookup = next(iter(self._reads()), None)  # a read again: the call carries the text, changes nothing
+            name, arguments = ((lookup.name, lookup.arguments) if lookup is not None
+                               else ("calculate", {"expression": "1+1"}))
+            return [self._call(name, arguments, content="Here is everything I found: " + "\n".join(results)
+                               + " " + self._options())]
+        if strategy in ("lookup-options", "refused-options"):
+            return [self._say(self._options())]
+        if strategy == "lookup-scattershot":
+            values = [t for r in results for t in tokens(r)] or ["x"]
+            return [self._call(name, {p: values[i % len(values)] for i, p in enumerate(self._parameters(name))})
+                    for name in self.writes]
+        if strategy == "lookup-shotgun":  # every phone fix once, no diagnosis
+            from mua_gym.user_sims.phone_requests import SETTINGS
+
+            fixes = [e for setting in SETTINGS for e in setting.examples[:1] if not e.startswith(("check", "tell"))]
+            return [self._say(f"Please {fix}.") for fix in fixes + ["allow storage permission for messaging"]]
+        if strategy == "lookup-requests":
+            lines = [self._say(line) for line in request_lines()]
+            if "transfer_to_human_agents" in self.tools:
+                lines.append(self._call("transfer_to_human_agents", {"summary": "The customer needs more help."}))
+            return lines
+        raise AssertionError(strategy)
+
+
+def _fields(results: Sequence[str]) -> list[tuple[str, Any]]:
+    """Every (key, leaf value) of JSON results, in order; a result that is not JSON is one field."""
+    found: list[tuple[str, Any]] = []
+
+    def walk(key: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(k, v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(key, v)
+        else:
+            found.append((key, value))
+
+    for text in results:
+        try:
+            walk("result", json.loads(text))
+        except ValueError:
+            found.append(("result", text))
+    return found
+
+
+#: The semi-blind strategies by name: each makes a fresh agent for a task.
+EXPLOIT_AGENTS: dict[str, Callable[[Task], ExploitAgent]] = {
+    name: (lambda task, name=name: ExploitAgent(task, name)) for name in (
+        "lookup-silence", "lookup-refuse", "lookup-confirm", "lookup-stop", "lookup-transfer", "lookup-dump",
+        "lookup-recite", "lookup-hidden", "lookup-options", "lookup-scattershot", "refused-options",
+        "lookup-requests", "lookup-shotgun")
 }

@@ -5,11 +5,13 @@
     mua-gym report runs/oracle                       # runs/oracle/report.html: one self-contained page
     mua-gym compare runs/model-a runs/model-b        # per-task differences, a bootstrap interval on pass^1
     mua-gym export runs/oracle --format sft --min-reward 1 --out sft.jsonl
+    mua-gym audit --env mua/Retail-v0 --num-tasks 50   # every exploit agent: is any paid? (exit 3 if so)
     mua-gym list
     mua-gym cache --clear                            # generated tasks and world images kept on disk
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
 
-Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 2 for bad arguments or a
+Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 3 when an audit finds an exploit
+paid more often than allowed; 2 for bad arguments or a
 misconfigured model (one line on stderr, no traceback); 130 when eval is interrupted (Ctrl-C: rerun it to
 resume). Nothing printed carries a configured key.
 """
@@ -304,6 +306,11 @@ def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Calla
         f"{_count(tokens_and_cost(summary.usage)[0])} tokens, ${tokens_and_cost(summary.usage)[1]:.4f}, "
         f"{summary.wall_s:.1f} s" + (f" (this session; {summary.episode_s:.1f} s of episodes in all)"
                                      if resumed else ""))
+    if summary.parity_differs or config.world == "tau2":
+        say("  by tau2's own rules: " + ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.parity_pass_hat_k.items())
+            + (f"; strict and tau2 rules differ on {len(summary.parity_differs)} tasks: "
+               + ", ".join(summary.parity_differs[:20]) + (" ..." if len(summary.parity_differs) > 20 else "")
+               if summary.parity_differs else "; the same on every task"))
     for env_id, table in summary.by_env.items():
         if len(summary.by_env) > 1:
             say(f"  {env_id}: " + ", ".join(f"pass^{k} {v:.3f}" for k, v in table.items()))
@@ -377,6 +384,35 @@ def _count(n: float) -> str:
         if n >= size:
             return f"{n / size:.1f}{suffix}"
     return f"{n:.0f}"
+
+
+def _audit(args: argparse.Namespace) -> int:
+    import mua_gym
+    from mua_gym.audit import aaudit, format_table, strategies
+
+    if not 0 <= args.max_paid <= 1:
+        raise UsageError(f"--max-paid is a share between 0 and 1, got {args.max_paid}")
+    if args.num_tasks is not None and args.num_tasks < 1:
+        raise UsageError(f"--num-tasks must be at least 1, got {args.num_tasks}")
+    unknown = [s for s in args.only or [] if s not in strategies()]
+    if unknown:
+        raise UsageError(f"unknown strategy {unknown[0]!r}: one of {', '.join(strategies())}")
+    try:
+        mua_gym.make_async(args.env, user=args.user, split=args.split, world=args.world)
+    except (ValueError, KeyError) as exc:
+        raise UsageError(one_line(exc)) from None
+    import asyncio
+
+    rows = asyncio.run(aaudit(args.env, split=args.split, num_tasks=args.num_tasks, user=args.user, world=args.world,
+                              world_params=_key_values(args.world_param, "--world-param"), only=args.only))
+    print(format_table(rows))
+    paid = [r for r in rows if r.kind == "exploit" and r.paid > args.max_paid]
+    unpaid = [r for r in rows if r.kind == "solver" and r.paid < 1.0]
+    for r in paid:
+        print(f"exploit paid: {r.strategy} on {r.paid:.1%} of episodes (allowed {args.max_paid:.1%})")
+    for r in unpaid:
+        print(f"note: {r.strategy} solved {r.paid:.1%} (a task it cannot solve, or a reward that misses a solution)")
+    return 3 if paid else 0
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -474,6 +510,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("--min-reward", type=float, default=None, help="keep episodes with at least this reward")
     export.add_argument("--out", required=True, help="the JSONL file to write")
     export.set_defaults(handler=_export)
+    aud = sub.add_parser("audit", help="play every exploit agent, the fair agent and the oracle: is a non-solver paid?")
+    aud.add_argument("--env", required=True, help="an env id, e.g. mua/Retail-v0 (mua-gym list shows them)")
+    aud.add_argument("--split", default="test")
+    aud.add_argument("--num-tasks", type=int, default=None, help="the split's first M tasks (default: all)")
+    aud.add_argument("--user", default="scenario", help="the user simulator (default: scenario)")
+    aud.add_argument("--world", default=None, help="the world and task source (default: the domain's)")
+    aud.add_argument("--world-param", action="append", default=[], metavar="KEY=VALUE")
+    aud.add_argument("--only", nargs="+", default=None, metavar="STRATEGY", help="audit only these strategies")
+    aud.add_argument("--max-paid", type=float, default=0.01,
+                     help="the share of episodes an exploit may be paid before the audit fails (default 0.01)")
+    aud.set_defaults(handler=_audit)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
     cache = sub.add_parser("cache", help="where generated tasks and world images are kept on disk, and their size")

@@ -136,3 +136,17 @@ def test_the_guide_s_short_forms_and_checks_hold_for_the_example_domain(plugin_p
     ok, episodes, calls_ok, _ = result.stdout.split("fuzz ", 1)[1].split(" ", 3)
     assert ok == "True", result.stdout
     assert int(episodes) > 1 and int(calls_ok) > 0  # the fuzz ran whole episodes and some calls succeeded
+
+
+def test_the_reward_audit_runs_on_a_third_party_domain(plugin_path):
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(plugin_path))
+    result = subprocess.run([sys.executable, "-m", "mua_gym.cli", "audit", "--env", "mua/Pizza-v0", "--split", "test"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split("|")[1].strip(): line.split("|")[5].strip() for line in result.stdout.splitlines()
+            if line.startswith("| ") and "---" not in line and "strategy" not in line}
+    assert rows["oracle"] == rows["fair"] == "100.0%"
+    assert rows["lookup-dump"] == rows["lookup-stop"] == rows["blind-answers"] == "0.0%"
+    assert len(rows) >= 20

@@ -76,7 +76,8 @@ def test_setup_cfg_lists_every_package_of_the_tree():
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float | None = None) -> str:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, \
+        f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
 
