@@ -303,7 +303,7 @@ class AsyncMuaEnv:
             return PendingStep(user_message=message)
         observation = self._run_agent_tools(message)
         self._check_limits()
-        if self._episode.terminated and self.judge is not None and self.task is not None and needs_judge(self.task):
+        if self._episode.terminated and self.judge is not None and self.task is not None and self._needs_judge():
             return PendingStep(observation=observation)
         reward = self._score() if self._episode.terminated else 0.0
         return observation, reward, self._episode.terminated, self._episode.truncated, self._info()
@@ -317,7 +317,7 @@ class AsyncMuaEnv:
         reward = 0.0
         if self._episode.terminated:
             reward = self._score()
-            if self.judge is not None and self.task is not None and needs_judge(self.task):
+            if self.judge is not None and self.task is not None and self._needs_judge():
                 reward = await self._judge()
         return observation or [], reward, self._episode.terminated, self._episode.truncated, self._info()
 
@@ -371,9 +371,13 @@ class AsyncMuaEnv:
             return 0.0
         self._episode.end(True, reason)
         reward = self._score()
-        if self.judge is not None and needs_judge(self.task):
+        if self.judge is not None and self._needs_judge():
             reward = await self._judge()
         return reward
+
+    def _needs_judge(self) -> bool:
+        assert self.task is not None
+        return needs_judge(self.task, prepare_task(self.domain, self.task).blind_paid)
 
     def _run_agent_tools(self, message: AssistantMessage) -> list[dict[str, Any]]:
         assert self.world is not None

@@ -41,8 +41,9 @@ class PreparedTask:
     #: Rows the gold actions change (from the start state), a dual-control user's own rows left out: the partial
     #: credit's denominator.
     gold_rows_changed: int = 0
-    #: Whether an agent that did and said nothing would be paid (a task needing no write, scored on the world
-    #: alone: some of TAU2's). Generated tasks never are; a rollout a trainer cuts short is then not scored.
+    #: Whether an agent that did and said nothing would be paid where no judge runs (a task needing no write,
+    #: scored on the world alone, its natural-language assertions unjudged: some of TAU2's). Generated tasks
+    #: never are; strict scoring pays such a task only on a judge's verdict (:mod:`mua_gym.reward`).
     blind_paid: bool = False
     #: (table, key) of the rows the user's own gold actions change (dual control): no partial credit of the
     #: agent's, since a blind agent that only asks the user to do things would be paid for them.
@@ -120,14 +121,14 @@ def _assertions_hold(domain: "Domain", task: Task, world: World) -> bool:
 
 
 def _blind_paid(task: Task, start_is_gold: bool, assertions_hold: bool) -> bool:
-    """Whether an episode with no messages on the start world would be paid in full."""
+    """Whether an episode with no messages on the start world would be paid in full, with no judge."""
     spec = task.evaluation
     passes = {
         "DB": start_is_gold,
         "COMMUNICATE": not spec.communicate_info,
         "ACTION": not (spec.actions or task.gold_actions),
         "ENV_ASSERTION": assertions_hold,
-        "NL_ASSERTION": not spec.nl_assertions,  # a judge is taken to fail an empty conversation
+        "NL_ASSERTION": True,  # unjudged, as where no judge is configured
     }
     return all(passes.get(component, True) for component in spec.reward_basis)
 

@@ -9,7 +9,9 @@
 
 That is strict scoring, what every env pays. A task that an idle agent's world would meet (some of TAU2's: no
 write needed, scored on the world alone) is strict-scored on ACTION over its gold agent calls too, so a user's
-stop, a transfer or a trainer's cut never pays an agent that did not make them. And CONDUCT (strict only, listed
+stop, a transfer or a trainer's cut never pays an agent that did not make them; and since an agent that makes
+those look-ups and then stops or refuses meets that too, it is paid only on a judge's verdict: its NL assertions
+(in its basis or not) count as failed until a judge passes them, and one without any (EVIDENCE) is never paid. And CONDUCT (strict only, listed
 where it fails): no hand-off the gold does not make (a transfer on a task the agent could solve), and no fix asked
 of the user that the user found already in place (a request made without a diagnosis; counted by the env from its
 user simulator, see :attr:`mua_gym.user_sims.UserReply.needless`). ``parity_reward`` scores the
@@ -204,6 +206,8 @@ def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]
 
     if "NL_ASSERTION" in basis:
         components["NL_ASSERTION"] = parity["NL_ASSERTION"] = None if spec.nl_assertions else 1.0
+    if prepared.blind_paid:  # only a judge tells a solution from looking up and stopping: failed until judged
+        components["NL_ASSERTION" if spec.nl_assertions else "EVIDENCE"] = 0.0
 
     conduct_failed = _conduct(domain, task, calls, needless_requests)
     if conduct_failed:
@@ -251,8 +255,11 @@ def _product(components: dict[str, float | None]) -> float:
     return reward
 
 
-def needs_judge(task: Task) -> bool:
-    return "NL_ASSERTION" in task.evaluation.reward_basis and bool(task.evaluation.nl_assertions)
+def needs_judge(task: Task, blind_paid: bool = False) -> bool:
+    """Whether a judge must decide ``task``'s NL assertions: they are in its basis, or the task is
+    ``blind_paid`` (:attr:`mua_gym.episode.PreparedTask.blind_paid`: only a judge can pay it, strictly)."""
+    spec = task.evaluation
+    return bool(spec.nl_assertions) and ("NL_ASSERTION" in spec.reward_basis or blind_paid)
 
 
 async def judge_nl_assertions(info: RewardInfo, task: Task, judge: Judge,
@@ -262,7 +269,8 @@ async def judge_nl_assertions(info: RewardInfo, task: Task, judge: Judge,
     components = dict(info.components)
     verdict = 1.0 if len(verdicts) == len(task.evaluation.nl_assertions) and all(verdicts) else 0.0
     components["NL_ASSERTION"] = verdict
-    parity = None if info.parity_reward is None else info.parity_reward * verdict
+    judged_by_tau2 = "NL_ASSERTION" in task.evaluation.reward_basis
+    parity = info.parity_reward if info.parity_reward is None or not judged_by_tau2 else info.parity_reward * verdict
     return info.model_copy(update={"components": components, "nl_assertions": verdicts,
                                    "reward": _product(components), "parity_reward": parity})
 

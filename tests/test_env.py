@@ -374,11 +374,13 @@ def test_nl_assertions_use_the_pluggable_judge():
     assert seen["assertions"] == ["The agent greets the customer."]
     assert all(m["role"] != "tool" for m in seen["messages"])
 
-    # Without a judge the component is skipped (None) and does not count.
+    # Without a judge, tau2's rules skip the component (None). This task's world is its gold one untouched, so
+    # only the judge can tell a solution from an idle agent: strictly, it is failed until judged.
     env = MuaEnv("mock")
     env.reset(options={"task": task})
     _, reward, terminated, truncated, info = env.step("We sell coffee gear.")
-    assert reward == 1.0 and info["reward_info"]["components"]["NL_ASSERTION"] is None
+    assert reward == 0.0 and info["reward_info"]["components"]["NL_ASSERTION"] == 0.0
+    assert info["reward_info"]["parity_reward"] == 1.0
 
     async def broken(messages, assertions):
         raise ConnectionError("judge offline")
@@ -472,11 +474,23 @@ def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
     assert env.finish() == 0.0
     trajectory = env.trajectory()
     assert trajectory.terminated and trajectory.termination_reason == "stopped_by_trainer"
-    assert trajectory.reward_info["components"]["ACTION"] == 0.0 and trajectory.reward_info["parity_reward"] == 1.0
-    env.reset(options={"task": blind[0]})
-    for call in blind[0].gold_actions:
-        env.step({"name": call.name, "arguments": call.arguments})
-    assert env.finish() == 1.0  # the gold's look-ups made: the same stop is paid
+    assert trajectory.reward_info["parity_reward"] == 1.0  # tau2's rules pay it
+    # The gold's look-ups made, then a stop: paid only on a judge's verdict (looking up and stopping meets the
+    # world and the calls alike).
+    judged = next(t for t in blind if t.evaluation.nl_assertions and any(a.requestor == "assistant"
+                                                                           for a in t.gold_actions))
+
+    async def agrees(messages, assertions):
+        return [True] * len(assertions)
+
+    for judge, paid in ((None, 0.0), (agrees, 1.0)):
+        env = mua_gym.make("mua/Airline-v0", world="tau2", split="test", judge=judge).unwrapped
+        env.reset(options={"task": judged})
+        assert env.finish() == 0.0  # the gold's look-ups not made: not even a judge pays it
+        env.reset(options={"task": judged})
+        for call in judged.gold_actions:
+            env.step({"name": call.name, "arguments": call.arguments})
+        assert env.finish() == paid, judge
     env.reset(options={"task": scored[0]})
     assert env.finish() == 0.0 and env.trajectory().terminated  # scored, and nothing done earns nothing
     generated = mua_gym.make("mua/Airline-v0", split="test").unwrapped
