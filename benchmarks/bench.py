@@ -115,6 +115,11 @@ def bench_env(label: str, env_kwargs: dict[str, Any], tasks: list[Any], read: di
     rows.append((label, "terminal reward (DB + diff, 1 write)",
                  median_us(lambda: evaluate(core.domain, core.task, world, core.messages()), repeat,
                            setup=after_write), tau2.get("reward")))
+    told = next((t for t in tasks if t.evaluation.communicate_info), None)
+    if told is not None:  # a whole oracle episode that ends telling an answer: COMMUNICATE reads all of it
+        play(env, told)
+        rows.append((label, "terminal reward: an answer told (COMMUNICATE)",
+                     median_us(lambda: evaluate(core.domain, told, world, core.messages()), repeat), None))
     n = max(100, repeat)
     t0 = time.perf_counter()
     for i in range(n):

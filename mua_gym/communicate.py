@@ -22,10 +22,10 @@ Text is read as tokens in one pass (linear time); each value is then looked up b
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable, Sequence
 
-from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage, ToolMessage
 
 __all__ = ["MAX_COUNT", "PASTE_VALUES", "delivered_texts", "missing_parity", "missing_strict", "tokens"]
@@ -107,32 +107,33 @@ def _rivalled(message: _Message, value: str, required: set[str], vocabularies: S
 
 
 def result_values(messages: Sequence[Any]) -> set[str]:
-    """Every one-token leaf value of the tool results the agent was shown (JSON results; others by token)."""
+    """Every one-token leaf value of the tool results the agent was shown (a result that is not JSON: itself)."""
     found: set[str] = set()
     for m in messages:
         if isinstance(m, ToolMessage) and m.requestor == "assistant" and not m.error:
-            try:
-                leaves: Iterable[Any] = _leaves(loads(m.content))
-            except JSONError:
-                leaves = [m.content]
-            for leaf in leaves:
-                if isinstance(leaf, bool) or leaf is None:
-                    continue
-                parts = tokens(str(leaf))
-                if len(parts) == 1:
-                    found.add(parts[0])
+            found |= _values_of(m.content)
     return found
 
 
-def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _leaves(item)
+#: A JSON string (group 1; a key where a colon follows, group 2) or a number outside strings (group 3).
+_JSON_ITEM = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"([ \t\r\n]*:)?|(-?\d+(?:\.\d+)?)')
+
+
+@functools.lru_cache(maxsize=4096)
+def _values_of(content: str) -> frozenset[str]:
+    """The one-token leaf values of one tool result, read in one pass (cached: rollouts of a task repeat results)."""
+    if not content.lstrip().startswith(("{", "[")):
+        leaves = [content]
     else:
-        yield value
+        leaves = [text if number is None or text else number
+                  for text, key, number in (m.groups() for m in _JSON_ITEM.finditer(content)) if not key]
+    found = set()
+    for leaf in leaves:
+        if leaf:
+            parts = tokens(leaf)
+            if len(parts) == 1:
+                found.add(parts[0])
+    return frozenset(found)
 
 
 def delivered_texts(messages: Sequence[Any]) -> list[str]:
