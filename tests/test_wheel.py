@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -83,9 +84,16 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Path]:
-    """The sdist and the wheel of this checkout (built without isolation: setuptools and wheel are test extras)."""
-    out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+    """The sdist and the wheel of this checkout's files (what a clone holds: tracked, or new and not ignored),
+    built in a copy, so no build/ folder of the checkout's leaks in (built without isolation: setuptools and
+    wheel are test extras)."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
+    listed = _run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT)
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    _run([sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", str(out), str(source)],
          cwd=out)
     files = {p.suffix if p.suffix == ".whl" else ".tar.gz": p for p in out.iterdir()}
     assert set(files) == {".whl", ".tar.gz"}, sorted(out.iterdir())
