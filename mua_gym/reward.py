@@ -11,12 +11,12 @@ That is strict scoring, what every env pays. A task that an idle agent's world w
 write needed, scored on the world alone) is strict-scored on ACTION over its gold agent calls too, so a user's
 stop, a transfer or a trainer's cut never pays an agent that did not make them; and since an agent that makes
 those look-ups and then stops or refuses meets that too, it is paid only on a judge's verdict: its NL assertions
-(in its basis or not) count as failed until a judge passes them, and one without any (EVIDENCE) is never paid. And CONDUCT (strict only, listed
-where it fails): no hand-off the gold does not make (a transfer on a task the agent could solve), and no fix asked
-of the user that the user found already in place (a request made without a diagnosis; counted by the env from its
-user simulator, see :attr:`mua_gym.user_sims.UserReply.needless`). ``parity_reward`` scores the
-same episode by tau2's own rules (COMMUNICATE: a substring of any assistant text; ACTION: any call, refused
-ones included; no idle guard), for figures compared with published tau2 ones.
+(in its basis or not) count as failed until a judge passes them, and one without any (EVIDENCE) is never paid.
+And CONDUCT (strict only, listed where it fails): no hand-off the gold does not make (a transfer on a task the
+agent could solve), and no fix asked of the user that the user found already in place (a request made without a
+diagnosis; counted by the env from its user simulator, see :attr:`mua_gym.user_sims.UserReply.needless`).
+``parity_reward`` scores the same episode by tau2's own rules (COMMUNICATE: a substring of any assistant text;
+ACTION: any call, refused ones included; no idle guard, no CONDUCT), for figures compared with published ones.
 
 The gold world is computed once per task (:func:`mua_gym.episode.prepare_task`), so every rollout of a task
 after the first pays only for comparing the rows it changed.
