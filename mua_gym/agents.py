@@ -57,7 +57,9 @@ class OracleAgent(Agent):
     def reset(self, info: dict[str, Any]) -> None:
         from mua_gym.registry import get_domain
 
-        tools = get_domain(self.task.domain).tools
+        domain = get_domain(self.task.domain)
+        tools = domain.tools
+        self._terminal = domain.terminal_tools
         # The user's own gold actions (dual control) become instructions to the user, in order.
         self._pending = [a for a in self.task.gold_actions if a.requestor in ("assistant", "user")]
         self._writes = [a for a in self._pending
@@ -67,6 +69,8 @@ class OracleAgent(Agent):
         self._summarised = False
 
     def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
+        if self._pending and not self._summarised and self._pending[0].name in self._terminal:
+            return self._summary()  # a terminal call ends the episode: what must be told is told first
         if self._pending and not self._confirmed and self._pending[0] is self._writes[0]:
             self._confirmed = True
             plan = "; ".join(f"{a.name} with {json.dumps(a.arguments)}" for a in self._writes)
@@ -83,11 +87,15 @@ class OracleAgent(Agent):
                 "function": {"name": action.name, "arguments": json.dumps(action.arguments)},
             }]}
         if not self._summarised:
-            self._summarised = True
-            facts = self.task.evaluation.communicate_info
-            told = f" Here is what you asked for: {', '.join(facts)}." if facts else ""
-            return {"role": "assistant", "content": f"Thank you for your patience; that is all done.{told}"}
+            return self._summary()
         return {"role": "assistant", "content": "Is there anything else I can help you with today?"}
+
+    def _summary(self) -> dict[str, Any]:
+        """The closing message: every string the task requires the agent to tell."""
+        self._summarised = True
+        facts = self.task.evaluation.communicate_info
+        told = f" Here is what you asked for: {', '.join(facts)}." if facts else ""
+        return {"role": "assistant", "content": f"Thank you for your patience; that is all done.{told}"}
 
 
 #: How often the ``fair-retry`` agent makes a failed call again.
@@ -188,7 +196,7 @@ class FairAgent(OracleAgent):
         self._retried = 0
         if self._done_failing:
             return self._say(NEXT_REQUEST)
-        if not self._pending:
+        if not self._pending or (self._pending[0].name in self._terminal and not self._summarised):
             if not self._summarised:
                 said = self.task.evaluation.communicate_info
                 self.gave_up = [f"communicate={c!r}" for c in said if not self.seen.knows(c)]

@@ -377,7 +377,7 @@ class AsyncMuaEnv:
 
     def _needs_judge(self) -> bool:
         assert self.task is not None
-        return needs_judge(self.task, prepare_task(self.domain, self.task).blind_paid)
+        return needs_judge(self.task, prepare_task(self.domain, self.task).judge_only)
 
     def _run_agent_tools(self, message: AssistantMessage) -> list[dict[str, Any]]:
         assert self.world is not None

@@ -45,6 +45,11 @@ class PreparedTask:
     #: scored on the world alone, its natural-language assertions unjudged: some of TAU2's). Generated tasks
     #: never are; strict scoring pays such a task only on a judge's verdict (:mod:`mua_gym.reward`).
     blind_paid: bool = False
+    #: Whether only a judge can tell a solution from an agent that makes the gold's look-ups and hand-offs and
+    #: then stops: the start world is the gold one, the env assertions already hold there, and no answer is to be
+    #: stated (every ``blind_paid`` task; TAU2's telecom traps: look up, transfer). Strict scoring pays it only on
+    #: a judge's verdict.
+    judge_only: bool = False
     #: (table, key) of the rows the user's own gold actions change (dual control): no partial credit of the
     #: agent's, since a blind agent that only asks the user to do things would be paid for them.
     user_rows: frozenset[tuple[str, Key]] = frozenset()
@@ -87,8 +92,11 @@ def _prepare(domain: "Domain", task: Task) -> PreparedTask:
         gold_hash = world.state_hash()
     gold_changed = compare_changes(image, start_changes, gold_changes, gold_changes, user_rows).gold_changed
     agent_results = [r for a, r in zip(task.gold_actions, results) if a.requestor == "assistant"]
+    start_is_gold = start_hash == gold_hash
+    # the world and its assertions met before anything is done, and no answer to state: calls alone are all it asks
+    judge_only = start_is_gold and assertions_hold and not task.evaluation.communicate_info
     return PreparedTask(image, start, start_memory, start_changes, gold_hash, gold_changes, results, gold_changed,
-                        _blind_paid(task, start_hash == gold_hash, assertions_hold), user_rows,
+                        _blind_paid(task, start_is_gold, assertions_hold), judge_only, user_rows,
                         len(agent_results), sum(r.error for r in agent_results))
 
 

@@ -12,6 +12,9 @@ write needed, scored on the world alone) is strict-scored on ACTION over its gol
 stop, a transfer or a trainer's cut never pays an agent that did not make them; and since an agent that makes
 those look-ups and then stops or refuses meets that too, it is paid only on a judge's verdict: its NL assertions
 (in its basis or not) count as failed until a judge passes them, and one without any (EVIDENCE) is never paid.
+So is any task whose start world already meets the gold world and its assertions and asks for no stated answer
+(TAU2's telecom traps: look up, transfer), which an agent that looks up and hands off meets
+(:attr:`mua_gym.episode.PreparedTask.judge_only`).
 And CONDUCT (strict only, listed where it fails): no hand-off the gold does not make (a transfer on a task the
 agent could solve), and no fix asked of the user that the user found already in place (a request made without a
 diagnosis; counted by the env from its user simulator, see :attr:`mua_gym.user_sims.UserReply.needless`).
@@ -206,7 +209,7 @@ def evaluate(domain: "Domain", task: Task, world: World, messages: Sequence[Any]
 
     if "NL_ASSERTION" in basis:
         components["NL_ASSERTION"] = parity["NL_ASSERTION"] = None if spec.nl_assertions else 1.0
-    if prepared.blind_paid:  # only a judge tells a solution from looking up and stopping: failed until judged
+    if prepared.judge_only:  # only a judge tells a solution from looking up and stopping: failed until judged
         components["NL_ASSERTION" if spec.nl_assertions else "EVIDENCE"] = 0.0
 
     conduct_failed = _conduct(domain, task, calls, needless_requests)
@@ -255,11 +258,11 @@ def _product(components: dict[str, float | None]) -> float:
     return reward
 
 
-def needs_judge(task: Task, blind_paid: bool = False) -> bool:
+def needs_judge(task: Task, judge_only: bool = False) -> bool:
     """Whether a judge must decide ``task``'s NL assertions: they are in its basis, or the task is
-    ``blind_paid`` (:attr:`mua_gym.episode.PreparedTask.blind_paid`: only a judge can pay it, strictly)."""
+    ``judge_only`` (:attr:`mua_gym.episode.PreparedTask.judge_only`: only a judge can pay it, strictly)."""
     spec = task.evaluation
-    return bool(spec.nl_assertions) and ("NL_ASSERTION" in spec.reward_basis or blind_paid)
+    return bool(spec.nl_assertions) and ("NL_ASSERTION" in spec.reward_basis or judge_only)
 
 
 async def judge_nl_assertions(info: RewardInfo, task: Task, judge: Judge,

@@ -179,12 +179,18 @@ def test_truncation_on_max_turns_and_tool_errors():
 
 def test_terminal_tool_ends_the_episode_with_its_reward():
     env = MuaEnv("mock")
-    env.reset(options={"task_id": "mock-transfer-bank-refund"})
-    obs, reward, terminated, truncated, info = env.step(
-        {"name": "transfer_to_human_agents", "arguments": {"summary": "wants a bank refund"}})
-    assert terminated and not truncated and info["termination_reason"] == "agent_stop"
-    assert obs[0]["content"] == "Transfer successful"
-    assert reward == 1.0  # DB unchanged, ACTION matched on the name
+    transfer = {"name": "transfer_to_human_agents", "arguments": {"summary": "wants a bank refund"}}
+    for said, paid in ((None, 0.0), ("You paid for O1004 by gift_card, so the refund goes there.", 1.0)):
+        env.reset(options={"task_id": "mock-transfer-bank-refund"})
+        for call in ({"name": "find_customer_by_email", "arguments": {"email": "ben@example.com"}},
+                     {"name": "get_order", "arguments": {"order_id": "O1004"}}):
+            env.step(call)
+        if said is not None:
+            env.step(said)
+        obs, reward, terminated, truncated, info = env.step(transfer)
+        assert terminated and not truncated and info["termination_reason"] == "agent_stop"
+        assert obs[0]["content"] == "Transfer successful"
+        assert reward == paid  # DB unchanged, ACTION matched on the name; the hand-off's reason told, or not
 
 
 class FailingUser(UserSimulator):

@@ -62,19 +62,20 @@ TASKS = [
            _a("get_order", order_id="O1002"), _a("cancel_order", order_id="O1002", reason="ordered by mistake")],
           ["DB"]),
     _task("refuse-cancel-shipped", "dev", "refusal",
-          "Hi, I'm Dina (dina@example.com). Cancel my order O1006 right now please.",
-          [_who("dina@example.com"), _a("get_order", order_id="O1006")], ["DB", "ACTION"],
-          reply="Oh. Fine, I'll wait for it then."),
+          "Hi, I'm Dina (dina@example.com). Cancel my order O1006 right now please. If you can't, tell me its status.",
+          [_who("dina@example.com"), _a("get_order", order_id="O1006")], ["DB", "ACTION", "COMMUNICATE"],
+          communicate=["shipped"], reply="Oh. Fine, I'll wait for it then."),
     _task("stock-question", "dev", "information",
           "Hello, I'm Chen (chen@example.com). How many burr grinders (P03) do you have in stock, and at what price?",
           [_who("chen@example.com"), _a("list_products")], ["DB", "COMMUNICATE"],
           communicate=["89.0"], reply="Great, thank you."),
     _task("transfer-bank-refund", "test", "transfer",
-          "Hi, Ben here, ben@example.com. I want the refund for O1004 sent to my bank account, not the gift card. "
-          "If you can't do that, get me a human.",
+          "Hi, Ben here, ben@example.com. I want the refund for O1004 sent to my bank account. If you can't do that, "
+          "tell me how I paid for it, and get me a human.",
           [_who("ben@example.com"), _a("get_order", order_id="O1004"),
            _a("transfer_to_human_agents", [], summary="Customer wants the refund for O1004 paid to a bank account.")],
-          ["DB", "ACTION"], expect=[_a("transfer_to_human_agents", [], summary="")]),
+          ["DB", "ACTION", "COMMUNICATE"], communicate=["gift_card"],
+          expect=[_a("transfer_to_human_agents", [], summary="")]),
     _task("place-order-gift", "test", "order",
           "Hi, Dina, dina@example.com. Please order one pack of paper filters (P04) and one espresso cup (P01), "
           "paid with my gift card.",
@@ -88,8 +89,10 @@ TASKS = [
            _a("calculate", expression="19.0 + 22.25")], ["DB", "COMMUNICATE"],
           communicate=["41.25"], reply="Perfect, thanks."),
     _task("refuse-out-of-stock", "test", "refusal",
-          "Hi, Chen (chen@example.com). Please order me one travel mug (P05), by card.",
-          [_who("chen@example.com"), _a("list_products")], ["DB", "ACTION"], reply="Too bad. Thanks anyway."),
+          "Hi, Chen (chen@example.com). Please order me one travel mug (P05), by card. If you can't, tell me how many "
+          "you have in stock.",
+          [_who("chen@example.com"), _a("list_products")], ["DB", "ACTION", "COMMUNICATE"], communicate=["0"],
+          reply="Too bad. Thanks anyway."),
 ]
 
 
