@@ -57,6 +57,7 @@ ARGUMENT_QUESTIONS = {
     "payment_id": "Which payment method would you like to use?",
     "payment_methods": "Which payment method would you like to use?",
     "passengers": "What are the passengers' names and dates of birth?",
+    "gb_amount": "How much data would you like to add, in GB?",
 }
 #: Every plain question, once each.
 PLAIN_QUESTIONS = tuple(dict.fromkeys(ARGUMENT_QUESTIONS.values()))

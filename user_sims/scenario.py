@@ -68,6 +68,9 @@ _FACT_QUESTIONS = {
     "reservation": re.compile(r"reservation (id|number|code)|booking (reference|code)|which reservation"),
     "payment": re.compile(r"payment method|which card|how would you like to pay|refund to"),
     "passengers": re.compile(r"passengers?'? names?|dates? of birth|who (is|are) (travell?ing|flying)"),
+    "location": re.compile(r"where are you|are you (abroad|travell?ing|overseas|at home|in another country)|"
+                           r"which country|your (current )?location"),
+    "data_amount": re.compile(r"how (much|many) (data|gb|gigabytes)|gb amount|amount of data"),
 }
 
 
@@ -309,7 +312,8 @@ class ScenarioUser(UserSimulator):
         """The user's answer to every fact the agent asks for in ``text`` (lower case), or None if it asks none.
 
         Facts: user id, email, name and zip, phone number, order ids, reservation ids, payment methods, passengers
-        (of the requests stated so far). Only the prose is read: a plan's JSON arguments ask nothing.
+        (of the requests stated so far), where the user is, and how much data they want added. Only the prose is
+        read: a plan's JSON arguments ask nothing.
         """
         prose = _prose(text)
         if not _ASKS.search(prose):
@@ -339,6 +343,11 @@ class ScenarioUser(UserSimulator):
             methods += [f"{p[0]} for {p[1]} dollars" for plan in self._stated("payments") for p in plan]
             if methods:
                 parts.append(f"Please use {' and '.join(methods)}.")
+        if "location" in asked and "location" in f:  # (telecom: a fault abroad is told only when asked)
+            parts.append("I'm at home." if f["location"] == "home" else f"I'm in {f['location']} at the moment.")
+        amounts = self._stated("refuel_gb") if "data_amount" in asked else []
+        if amounts:
+            parts.append(f"I'd like to add {amounts[0]:g} GB of data.")
         if "passengers" in asked:
             people = [p for group in self._stated("passengers") for p in group]
             if people:

@@ -358,14 +358,13 @@ class _Maker(TaskMaker):
         gold = _without_repeated_reads(gold)
 
         # The customer: what they say, who they are, how they behave.
+        # The symptom only: where the customer is and how much data they want are told when the agent asks, so an
+        # opening never names the account fix (roaming abroad, a top-up) for a script to make without a diagnosis.
         symptom = self.pick(family.symptoms)
         where = f" I'm in {country} at the moment." if country else ""
-        refuel = ""
-        if refuel_gb is not None:
-            refuel = (f" I'd like to add {_gb(refuel_gb)} GB of data to my line." if family_name == "data_exhausted"
-                      else f" If it turns out I need more data, I'm fine with adding {_gb(refuel_gb)} GB.")
-        says = (f"{OPENERS[persona_name]}{symptom}{where}{refuel} My phone number is {number}. If it can't be fixed "
-                f"here, tell me exactly why, with any date that matters.")
+        refuel = f" I'd like to add {_gb(refuel_gb)} GB of data." if refuel_gb is not None else ""
+        says = (f"{OPENERS[persona_name]}{symptom} My phone number is {number}. If it can't be fixed here, tell me "
+                f"exactly why, with any date that matters.")
         turns = sum(a.requestor == "user" for a in gold) + 2 + any(
             a.requestor == "assistant" and a.name in WRITES for a in gold)
         spec = PERSONAS[persona_name]
