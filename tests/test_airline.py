@@ -12,6 +12,7 @@ from mua_gym.domains.airline.taskgen import generated_tasks
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.agents import OracleAgent
+from mua_gym.episode import prepare_task
 from mua_gym.image import WorldImage
 
 
@@ -130,4 +131,6 @@ def test_every_tau2_airline_task_replays_to_one():
     assert len(tasks) == 50
     for task in tasks:
         reward, info = play(env, task, OracleAgent(task))
-        assert reward == 1.0, (task.id, info)
+        # tau2's rules pay every gold replay; strictly, a task that looking up and stopping meets needs a judge
+        strict = 0.0 if prepare_task(env.core.domain, task).judge_only else 1.0
+        assert (reward, info["reward_info"]["parity_reward"]) == (strict, 1.0), (task.id, info)
