@@ -352,9 +352,9 @@ class AsyncMuaEnv:
         """Ends a running episode where it stands; returns its reward, scored as a terminal step scores it.
 
         For trainers that stop a rollout on their own (a reply without a tool call, a turn or token budget):
-        the world as it stands is scored as when the user stops (strictly: where the world alone cannot tell a
-        done task from an untouched one, the agent must have made the gold calls; see :mod:`mua_gym.reward`),
-        the judge included, and the episode ends terminated with ``termination_reason`` ``reason``. On an
+        the world as it stands is scored as when the user stops (strictly: a task that an agent meets by looking
+        up and stopping is paid only on a judge's verdict, and only if the gold calls were made; see
+        :mod:`mua_gym.reward`), the judge included, and the episode ends terminated with ``termination_reason`` ``reason``. On an
         episode already over it changes nothing and returns that episode's reward (0.0 for a truncated one).
         Before any ``reset``: 0.0. ``score=False`` ends a running episode truncated at 0.0 whatever the world
         (an agent that failed earns nothing).
