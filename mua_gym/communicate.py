@@ -28,7 +28,8 @@ from typing import Any, Iterable, Sequence
 
 from mua_gym.messages import AssistantMessage, ToolMessage
 
-__all__ = ["MAX_COUNT", "PASTE_VALUES", "delivered_texts", "missing_parity", "missing_strict", "tokens"]
+__all__ = ["MAX_COUNT", "PASTE_VALUES", "delivered_texts", "missing_parity", "missing_strict", "recited",
+           "result_values", "tokens"]
 
 #: Integers up to this are counts ("2 items"): no rival of a larger number.
 MAX_COUNT = 10
@@ -149,13 +150,21 @@ def missing_strict(required: Sequence[str], messages: Sequence[Any], vocabularie
     if not required:
         return []
     said = [_Message(t) for t in delivered_texts(messages)]
-    own = {t for r in required for s in _spellings(r) for t in s} | {t for v in restated for t in tokens(str(v))}
-    named = set().union(*(m.at for m in said)) if said else set()
-    if len((named & result_values(messages)) - own) > PASTE_VALUES:
+    if len(recited(required, messages, restated, said)) > PASTE_VALUES:
         return list(required)
     wanted = set(required)
     return [value for value in required
             if not any(m.states(value) and not _rivalled(m, value, wanted, vocabularies) for m in said)]
+
+
+def recited(required: Sequence[str], messages: Sequence[Any], restated: Iterable[Any] = (),
+            said: "Sequence[_Message] | None" = None) -> set[str]:
+    """The tool-result values the user was told, besides the ``required`` ones and the ``restated`` ones (more
+    than :data:`PASTE_VALUES` is a recital). ``said``: the delivered messages, where already read."""
+    said = [_Message(t) for t in delivered_texts(messages)] if said is None else said
+    own = {t for r in required for s in _spellings(r) for t in s} | {t for v in restated for t in tokens(str(v))}
+    named = set().union(*(m.at for m in said)) if said else set()
+    return (named & result_values(messages)) - own
 
 
 def _normalise(text: str) -> str:
