@@ -26,6 +26,7 @@ import sys
 import time
 from typing import Any, Callable, Sequence, TextIO
 
+from mua_gym import __version__
 from mua_gym.llm_client import one_line
 
 __all__ = ["UsageError", "main"]
@@ -442,6 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="mua-gym", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mua-gym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="play episodes and print transcripts and rewards")
     run.add_argument("--env", default="mua/Mock-v0")

@@ -110,6 +110,8 @@ def test_wheel_holds_every_module_and_data_file(built):
             installed = "/".join((*prefix.split("."), *source.relative_to(root).parts))
             assert installed in names, f"{source.relative_to(ROOT)} is not in the wheel as {installed}"
     assert "mua_gym_verifiers.py" in names
+    assert "mua_gym/py.typed" in names  # without it, type checkers ignore the package's annotations
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names), names
 
 
 @pytest.mark.slow
@@ -136,3 +138,59 @@ def test_wheel_in_a_fresh_venv_imports_everything_and_plays(built, tmp_path):
     job = _run([str(venv / "bin" / "mua-gym"), "run", "--env", "mua/Retail-v0", "--split", "test", "--agent",
                 "oracle", "--user", "scripted", "--episodes", "3"], cwd=tmp_path, env=env)
     assert "3 episodes, mean reward 1.000" in job, job[-2000:]
+    # one version, wherever it is read
+    version = _run([str(python), "-c", "import importlib.metadata as m, mua_gym; "
+                    "assert m.version('mua_gym') == mua_gym.__version__; print(mua_gym.__version__)"],
+                   cwd=tmp_path, env=env).strip()
+    assert _run([str(venv / "bin" / "mua-gym"), "--version"], cwd=tmp_path, env=env).strip() == f"mua-gym {version}"
+    _typecheck_against(python, tmp_path, env)
+
+
+#: A user's script, type-checked against the installed package: the typed info dicts must reach mypy.
+USER_SCRIPT = """
+import mua_gym
+from mua_gym.infos import ResetInfo, StepInfo
+
+def turns(info: StepInfo) -> int:
+    return info["turn"]
+
+def task(info: ResetInfo) -> str:
+    return info["task_id"]
+"""
+#: The same, wrong: an int read where the dict declares a str, and a key no info dict has.
+WRONG_SCRIPT = USER_SCRIPT + """
+def wrong(info: ResetInfo) -> int:
+    return info["task_id"]
+
+def missing(info: StepInfo) -> object:
+    return info["no_such_key"]
+"""
+
+
+def _typecheck_against(python: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    """mypy (this interpreter's) on a user's script with the venv's packages (``--python-executable``): the
+    installed package's annotations are read (py.typed), so a right script passes and a wrong one fails."""
+    (tmp_path / "right.py").write_text(USER_SCRIPT)
+    (tmp_path / "wrong.py").write_text(WRONG_SCRIPT)
+    mypy = [sys.executable, "-m", "mypy", "--python-executable", str(python), "--no-incremental",
+            "--follow-imports=silent", "--ignore-missing-imports"]
+    right = subprocess.run([*mypy, "right.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert right.returncode == 0, right.stdout + right.stderr
+    wrong = subprocess.run([*mypy, "wrong.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert '"no_such_key"' in wrong.stdout and "Incompatible return value" in wrong.stdout, wrong.stdout
+
+
+def test_one_version_everywhere():
+    """CITATION.cff and the changelog name the version setup.cfg reads from ``mua_gym.__version__``."""
+    import re
+
+    import mua_gym
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    assert config["metadata"]["version"] == "attr: mua_gym.__version__"
+    cited = re.search(r"^version: (\S+)$", (ROOT / "CITATION.cff").read_text(), re.M)
+    assert cited and cited.group(1) == mua_gym.__version__
+    assert f"## [{mua_gym.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
+    assert "MIT License" in (ROOT / "LICENSE").read_text() and config["metadata"]["license"] == "MIT"
