@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 from mua_gym import __version__
 from mua_gym.llm_client import one_line
+from mua_gym.task import check_split
 
 __all__ = ["UsageError", "main"]
 
@@ -50,6 +51,41 @@ def _key_values(items: Sequence[str], option: str) -> dict[str, Any]:
     return out
 
 
+#: EvalConfig's fields as the flags that set them, where the names differ.
+_FLAGS = {"env_ids": "--env", "world_params": "--world-param", "agent_kwargs": "--agent-arg",
+          "user_kwargs": "--user-arg"}
+
+
+def _config_error(exc: Any) -> str:
+    """A pydantic ValidationError of EvalConfig as one line naming each flag and its valid range."""
+    parts = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        flag = _FLAGS.get(field, "--" + field.replace("_", "-"))
+        ctx = error.get("ctx") or {}
+        if "ge" in ctx:
+            parts.append(f"{flag} must be at least {ctx['ge']}, got {error['input']!r}")
+        elif "error" in ctx:  # a validator's own ValueError: its message already says what is valid
+            parts.append(f"{flag}: {ctx['error']}")
+        else:
+            parts.append(f"{flag}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def _check_env_args(env_extra: dict[str, Any]) -> None:
+    """UsageError for an ``--env-arg`` that no env takes, naming the nearest keyword (or all of them)."""
+    import inspect
+
+    from mua_gym.env import AsyncMuaEnv
+    from mua_gym.task import did_you_mean
+
+    known = (set(inspect.signature(AsyncMuaEnv.__init__).parameters) - {"self", "domain"}) | {"render_mode"}
+    for key in env_extra:
+        if key not in known:
+            hint = did_you_mean(key, known) or f" (one of {', '.join(sorted(known))})"
+            raise UsageError(f"--env-arg {key}: no env takes this keyword{hint}")
+
+
 def _printer(redact: Callable[[str], str]) -> Callable[..., None]:
     """``print`` for this run: every text it writes is redacted first."""
     def say(text: str, file: TextIO | None = None) -> None:
@@ -63,8 +99,14 @@ def _run(args: argparse.Namespace) -> int:
     judge_kwargs = _key_values(args.judge_arg, "--judge-arg")
     agent_kwargs = _key_values(args.agent_arg, "--agent-arg")
     env_extra = _key_values(args.env_arg, "--env-arg")
-    if args.episodes < 1:
-        raise UsageError(f"--episodes must be at least 1, got {args.episodes}")
+    for flag, value in (("--episodes", args.episodes), ("--max-turns", args.max_turns)):
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
+    try:
+        check_split(args.split)
+    except ValueError as exc:
+        raise UsageError(f"--split: {exc}") from None
+    _check_env_args(env_extra)
 
     import gymnasium
 
@@ -211,7 +253,9 @@ def _eval(args: argparse.Namespace) -> int:
         probe = make_agent(args.agent, **agent_kwargs) if args.agent.startswith("litellm:") else None
         if isinstance(probe, LiteLLMAgent) and args.check:
             probe.check()
-    except (ValidationError, ValueError) as exc:
+    except ValidationError as exc:
+        raise UsageError(redact(_config_error(exc))) from None
+    except ValueError as exc:
         raise UsageError(redact(one_line(exc))) from None
     deaf = _scripted_user_envs(args.env, args.user) if args.agent not in ("oracle", "random") else []
     if deaf:

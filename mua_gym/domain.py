@@ -17,7 +17,7 @@ from sqlalchemy import Connection, MetaData
 
 from mua_gym import disk_cache
 from mua_gym.image import WorldImage
-from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec
+from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec, check_split
 from mua_gym.tools import Toolkit
 from mua_gym.world import World
 
@@ -183,8 +183,7 @@ class Domain:
         """The tasks of one split from one task source, in the source's order: built once per process, and for
         the ``cached_sources`` read from the disk cache where a process built them before (then a
         :class:`~mua_gym.disk_cache.CachedTasks`, which reads each task on first use)."""
-        if split not in ("train", "dev", "test"):
-            raise ValueError(f"split must be train, dev or test, not {split!r}")
+        check_split(split)
         key = (split, source, tuple(sorted((k, repr(v)) for k, v in params.items())))
         found = self._tasks.get(key)
         if found is not None:

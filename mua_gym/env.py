@@ -62,7 +62,7 @@ from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbations, Pertur
 from mua_gym.reward import (
     Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, reward_mode, shape,
 )
-from mua_gym.task import Persona, Task
+from mua_gym.task import Persona, Task, check_split
 from mua_gym.tools import ToolResult
 from mua_gym.trajectory import Trajectory, TrajectoryEntry
 from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, for_the_user, make_user
@@ -134,6 +134,7 @@ class AsyncMuaEnv:
     ) -> None:
         from mua_gym.registry import get_domain
 
+        check_split(split)  # here, not at the first reset: a typo fails where it is written
         self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)
         world = world or self.domain.default_source
         self.domain.check_source(world, world_params or {})

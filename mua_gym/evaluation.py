@@ -28,7 +28,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from mua_gym.task import check_split
 
 if TYPE_CHECKING:
     from mua_gym.trajectory import Trajectory
@@ -67,6 +69,11 @@ class EvalConfig(BaseModel):
     tools: list[str] | None = None
     #: Perturbations of every episode (:mod:`mua_gym.perturbations`), as a ``+``-joined spec; None: none.
     perturb: str | None = None
+
+    @field_validator("split")
+    @classmethod
+    def _known_split(cls, split: str) -> str:
+        return check_split(split)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The :func:`mua_gym.make_async` keywords of each env of the run."""

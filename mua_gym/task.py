@@ -10,6 +10,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 RewardComponent = Literal["DB", "COMMUNICATE", "ACTION", "ENV_ASSERTION", "NL_ASSERTION"]
 Split = Literal["train", "dev", "test"]
+SPLITS: tuple[str, ...] = ("train", "dev", "test")
+
+
+def check_split(split: str) -> str:
+    """``split`` if it names a split; else ValueError naming the splits (and the nearest, for a typo)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be train, dev or test, not {split!r}{did_you_mean(split, SPLITS)}")
+    return split
+
+
+def did_you_mean(name: str, choices: Any) -> str:
+    """``" (did you mean 'x'?)"`` for the choice nearest to ``name``, or ``""`` where none is near."""
+    import difflib
+
+    near = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 class Action(BaseModel):

@@ -55,12 +55,31 @@ def api_base():
     (["--task", "no-such-task"], "no task 'no-such-task'"),
     (["--env-arg", 'world_params={"no_such_param": 1}'], "no_such_param"),
     (["--episodes", "0"], "--episodes must be at least 1"),
+    (["--max-turns", "0"], "--max-turns must be at least 1, got 0"),
+    (["--env-arg", "max_trns=5"], "--env-arg max_trns: no env takes this keyword (did you mean 'max_turns'?)"),
+    (["--split", "tset"], "--split: split must be train, dev or test, not 'tset' (did you mean 'test'?)"),
 ])
 def test_bad_arguments_exit_2_with_one_line(capsys, argv, message):
     assert main(["run", "--quiet", *argv]) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("mua-gym: error: ") and message in captured.err
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err and captured.out == ""
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--trials", "0"], "--trials must be at least 1, got 0"),
+    (["--num-tasks", "0"], "--num-tasks must be at least 1, got 0"),
+    (["--concurrency", "0"], "--concurrency must be at least 1, got 0"),
+    (["--split", "tset"], "--split: split must be train, dev or test, not 'tset' (did you mean 'test'?)"),
+    (["--perturb", "no_such_perturbation"], "no_such_perturbation"),
+])
+def test_bad_eval_arguments_exit_2_with_one_line_and_no_progress_bar(capsys, tmp_path, argv, message):
+    """One line on stderr naming the flag and what it takes: no pydantic dump, no progress-bar line before it."""
+    assert main(["eval", "--env", "mua/Mock-v0", "--out", str(tmp_path / "run"), *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("mua-gym: error: ") and message in captured.err, captured.err
+    assert captured.err.count("\n") == 1 and "pydantic" not in captured.err and captured.out == ""
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_bad_agent_fails_before_any_world_is_built(capsys):

@@ -531,3 +531,8 @@ def test_chat_step_answers_every_call_of_the_reply_it_returns():
         assert "tool_calls" not in reply and observation[0]["role"] == "user"
 
     asyncio.run(play())
+
+
+def test_an_unknown_split_fails_at_make_naming_the_nearest():
+    with pytest.raises(ValueError, match=r"not 'tset' \(did you mean 'test'\?\)"):
+        mua_gym.make("mua/Retail-v0", split="tset")
