@@ -3,8 +3,9 @@
 Provider errors can echo the key they were sent, in whatever shape the provider's keys have. So redaction
 replaces, in any text it is given:
 
-- every configured secret: the value of any keyword whose name looks like a credential (``api_key``,
-  ``token``, ``password``, ``Authorization`` ...), at any depth of the user, agent or judge keywords;
+- every configured secret: the value of any keyword whose name is a credential's (``api_key``, ``token``,
+  ``password``, ``Authorization`` ...), at any depth of the user, agent or judge keywords; a setting whose name
+  merely mentions one (``max_tokens``) is not a secret, and is written down and compared like any setting;
 - the value of every environment variable whose name looks like a credential (``OPENAI_API_KEY``,
   ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ...), read when the text is redacted;
 - strings shaped like keys (``sk-...``, ``Bearer ...``, ``AIza...``) whatever configured them;
@@ -34,7 +35,15 @@ __all__ = ["MIN_SECRET_LENGTH", "PLACEHOLDER", "Redactor", "is_secret_name", "ma
 MIN_SECRET_LENGTH = 6
 PLACEHOLDER = "[redacted]"
 
-_SECRET_NAME = re.compile(r"key|token|secret|passw(or)?d|credential|auth", re.IGNORECASE)
+#: A name is a credential's where its last word is one of these (``api_key``, ``HF_TOKEN``, ``Authorization``,
+#: ``client_secret``), or where any word is a credential word (``password_prod``); never a setting that merely
+#: mentions one (``max_tokens``, ``keyword``, ``auth_url``, ``SSH_AUTH_SOCK``).
+_CREDENTIAL_LAST_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "passphrase",
+                                    "credential", "credentials", "auth", "authorization", "bearer", "cookie"})
+_CREDENTIAL_WORDS = frozenset({"apikey", "password", "passwd", "passphrase", "secret", "credentials"})
+#: A name's last word naming where a credential is, not the credential itself.
+_POINTER_WORDS = frozenset({"file", "path", "env", "name", "id", "url", "sock", "type", "dir"})
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 # Key-shaped strings that no configuration announced: OpenAI/Anthropic-style prefixes, bearer tokens, Google keys.
 # Each alternative starts at a non-word boundary and consumes its run greedily, so a scan is linear.
 _KEY_SHAPED = re.compile(
@@ -50,8 +59,12 @@ _QUERY_PARAMETER = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.\-]+)=(?P<valu
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a keyword or environment variable called ``name`` holds a credential."""
-    return bool(_SECRET_NAME.search(name))
+    """Whether a keyword, header, query parameter or environment variable called ``name`` holds a credential: by
+    its words (``x-api-key``, ``OPENAI_API_KEY``, ``authToken``), so that ``max_tokens`` is a setting, not one."""
+    words = [w.lower() for w in _WORD.findall(name)]
+    if not words or words[-1] in _POINTER_WORDS:
+        return False
+    return words[-1] in _CREDENTIAL_LAST_WORDS or not _CREDENTIAL_WORDS.isdisjoint(words)
 
 
 def secret_values(*configs: Mapping[str, Any] | None) -> set[str]:

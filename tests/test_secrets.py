@@ -17,7 +17,8 @@ from mua_gym.llm_client import (
     AgentModelError, CallLimits, JudgeModelError, ModelConfigError, UserModelError, failure_kind, one_line,
     retries_allowed, split_call_limits,
 )
-from mua_gym.redact import MIN_SECRET_LENGTH, PLACEHOLDER, Redactor, redact, secret_values, url_secrets
+from mua_gym.redact import (MIN_SECRET_LENGTH, PLACEHOLDER, Redactor, is_secret_name, masked, redact, secret_values,
+                             url_secrets)
 from mua_gym.user_sims import LLMUser
 from mua_gym.user_sims.memo import ResponseMemo
 
@@ -430,3 +431,17 @@ def test_agent_errors_carry_no_key(api_base):
         agent.act([{"role": "user", "content": "Hi"}])
     assert "AuthenticationError" in str(caught.value) and KEY not in str(caught.value)
     assert KEY not in json.dumps(caught.value.args)
+
+
+@pytest.mark.parametrize("name", ["api_key", "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "Authorization",
+                                  "x-api-key", "authToken", "client_secret", "db_password_prod", "apiKey", "Cookie"])
+def test_credential_names_are_secret(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "max_new_tokens", "keyword", "top_k", "tokenizer", "monkey",
+                                  "SSH_AUTH_SOCK", "api_key_env", "auth_url", "api_base", "PWD", "num_keys"])
+def test_settings_that_mention_a_credential_word_are_not_secret(name):
+    """A setting is written down and compared on resume; only a credential is masked."""
+    assert not is_secret_name(name)
+    assert masked({name: 4096}) == {name: 4096}
