@@ -409,8 +409,10 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
     ``agent_factory(task, seed)`` builds each episode's agent in place of ``config.agent`` (which then only
     names it in ``run.json``): a model in this process, e.g. the one being trained.
 
-    Raises ValueError where ``out`` holds another run (naming what differs), where the env's tasks changed since
-    the run began, or where another eval is writing ``out``; KeyError for an unknown task id."""
+    A folder's run grows by resuming it with more ``trials`` (the episodes it holds are kept).
+
+    Raises ValueError where ``out`` holds another run (naming what differs), or fewer trials than it holds, where
+    the env's tasks changed since the run began, or where another eval is writing ``out``; KeyError for an unknown task id."""
     import mua_gym
 
     folder = Path(out) if out is not None else None
@@ -430,6 +432,8 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
                     _write_run(folder, config, probes, plan_ids)
                 else:
                     _check_plan(folder, written, plan_ids)
+                    if written["config"].get("trials") != config.trials:  # grown: run.json says so from now on
+                        write_atomic(folder / RUN, json.dumps({**written, "config": config.run_key()}, indent=1))
         finally:
             for env in probes.values():
                 await env.aclose()
@@ -522,9 +526,13 @@ def _check_folder(folder: Path, config: EvalConfig) -> dict[str, Any] | None:
         raise ValueError(f"{run_file} is not a mua-gym eval run file ({exc}): use another --out folder") from None
     ours = config.run_key()
     differ = [f"{k} {theirs.get(k)!r} there, {ours.get(k)!r} here" for k in sorted(set(theirs) | set(ours))
-              if theirs.get(k) != ours.get(k)]
+              if k != "trials" and theirs.get(k) != ours.get(k)]
     if differ:
         raise ValueError(f"{folder} holds a different run ({'; '.join(differ)}): use another --out folder")
+    held = theirs.get("trials", 1)
+    if config.trials < held:  # more trials extend a run (each trial's seed is its own); fewer would hide some
+        raise ValueError(f"{folder} holds {held} trials per task, {config.trials} asked here: resume with "
+                         f"--trials {held} or more, or use another --out folder")
     return written
 
 

@@ -79,9 +79,32 @@ def test_a_failing_user_is_counted_listed_and_fails_the_command(tmp_path):
 
 def test_a_folder_of_another_run_is_refused(tmp_path):
     evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
-    result = subprocess.run([sys.executable, "-m", "mua_gym.cli", "eval", "--env", MOCK, "--trials", "2", "--quiet",
-                             "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2 and "different run" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "mua_gym.cli", "eval", "--env", MOCK, "--max-turns", "9",
+                             "--quiet", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "different run (max_turns 30 there, 9 here)" in result.stderr
+
+
+def test_a_run_grows_by_more_trials_and_refuses_fewer(tmp_path):
+    """Resuming with a larger K plays only the new trials (the held ones are kept); a smaller K is refused."""
+    first = evaluate(EvalConfig(env_ids=[MOCK], trials=2, num_tasks=3), out=tmp_path)
+    held = _lines(tmp_path)
+    grown = evaluate(EvalConfig(env_ids=[MOCK], trials=3, num_tasks=3), out=tmp_path)
+    assert (first.episodes, grown.episodes, grown.trials) == (6, 9, 3)
+    assert _lines(tmp_path)[:6] == held  # the first six episodes were kept, not replayed
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["trials"] == 3
+    with pytest.raises(ValueError, match=r"holds 3 trials per task, 2 asked here: resume with --trials 3 or more"):
+        evaluate(EvalConfig(env_ids=[MOCK], trials=2, num_tasks=3), out=tmp_path)
+
+
+def test_a_changed_setting_whose_name_holds_token_or_key_is_refused_not_redacted(tmp_path):
+    """max_tokens is a setting, not a secret: written down as it is, so a resume that changes it is refused."""
+    config = EvalConfig(env_ids=[MOCK], agent="litellm:gpt-4o-mini", num_tasks=1,
+                        agent_kwargs={"mock_response": "Goodbye.", "max_tokens": 128, "top_k": 5})
+    evaluate(config, out=tmp_path)
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["agent_kwargs"]["max_tokens"] == 128
+    changed = config.model_copy(update={"agent_kwargs": {**config.agent_kwargs, "max_tokens": 4096}})
+    with pytest.raises(ValueError, match=r"different run \(agent_kwargs .*'max_tokens': 128.* there, .*4096"):
+        evaluate(changed, out=tmp_path)
 
 
 @pytest.mark.slow
@@ -226,7 +249,7 @@ def test_a_run_whose_tasks_changed_is_refused_naming_what_changed(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(run))
     with pytest.raises(ValueError, match=f"the tasks of {MOCK} are not those .* began with"):
         evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
-    with pytest.raises(ValueError, match=r"different run \(max_turns 30 there, 12 here; trials 1 there, 2 here\)"):
+    with pytest.raises(ValueError, match=r"different run \(max_turns 30 there, 12 here\)"):
         evaluate(EvalConfig(env_ids=[MOCK], trials=2, max_turns=12), out=tmp_path)
 
 
