@@ -93,13 +93,30 @@ def retail_plays() -> tuple[list[Task], Reply]:
     return tasks, by_opening(dict(zip(asyncio.run(openings()), plays)))
 
 
+def console_script(name: str) -> str:
+    """The console script ``name`` of the interpreter running the tests (``venv/bin/vf-eval`` beside
+    ``venv/bin/python``), found without PATH: a venv run as ``venv/bin/python -m pytest`` is not activated."""
+    import sysconfig
+
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        if (folder / name).is_file():
+            return str(folder / name)
+    raise FileNotFoundError(f"{name} is not installed beside {sys.executable}: pip install 'mua_gym[verifiers]'")
+
+
+def test_console_scripts_are_found_beside_the_interpreter_without_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    found = Path(console_script("vf-eval"))
+    assert found.is_file() and os.access(found, os.X_OK)
+
+
 @pytest.mark.slow
 def test_vf_eval_scores_the_gold_play_1_and_wrong_plays_0(tmp_path: Path, taskset_path: str,
                                                           retail_plays: tuple[list[Task], Reply]) -> None:
     tasks, reply = retail_plays
     with ScriptedOpenAI(reply) as server:
         done = subprocess.run(
-            ["vf-eval", TASKSET_ID, "--no-push", "--no-rich", "-n", "3", "-r", "2", "-o", str(tmp_path / "out"),
+            [console_script("vf-eval"), TASKSET_ID, "--no-push", "--no-rich", "-n", "3", "-r", "2", "-o", str(tmp_path / "out"),
              "--model", "scripted", "--client.base-url", server.url, "--env.agent.runtime.type", "subprocess",
              "--env.taskset.env-id", "mua/Retail-v0", "--env.taskset.split", "test",
              "--env.taskset.user", "scripted", "--env.taskset.max-turns", "30"],
