@@ -20,7 +20,7 @@ import io
 import json
 import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,10 +193,14 @@ def _pass_plot(summary: EvalSummary) -> str:
     figure = _figure(5.6, 3.4)
     ax = figure.subplots()
     ks = list(range(1, summary.trials + 1))
-    ax.plot(ks, [summary.pass_hat_k[k] for k in ks], marker="o", color="#24292f", linewidth=2.4, label="all tasks")
+    # Lines with the same values would hide each other: each is drawn once, labelled with every series it is.
+    series: dict[tuple[float, ...], list[str]] = {tuple(summary.pass_hat_k[k] for k in ks): ["all tasks"]}
     for env, values in summary.by_env.items():
         if len(summary.by_env) > 1:
-            ax.plot(ks, [values[k] for k in ks], marker="o", linewidth=1.4, label=_short(env))
+            series.setdefault(tuple(values[k] for k in ks), []).append(_short(env))
+    for i, (values, names) in enumerate(series.items()):
+        ax.plot(ks, values, marker="o", linewidth=2.4 if i == 0 else 1.4, color="#24292f" if i == 0 else None,
+                label=" = ".join(names))
     ax.set_xticks(ks)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("k (trials that must all succeed)")
@@ -269,7 +273,7 @@ def _episodes(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[st
             nav.append(f'<a href="#{anchors[results[i + 1].key]}">next &rarr;</a>')
         tokens, cost = tokens_and_cost(r.usage)
         facts = (f"{_e(r.env_id)} &middot; trial {r.trial} &middot; category {_e(r.category or '-')} &middot; "
-                 f"{r.wall_s:.2f} s &middot; {tokens:,.0f} tokens, ${cost:.4f}")
+                 f"played in {r.wall_s:.2f} s &middot; {tokens:,.0f} tokens, ${cost:.4f}")
         error = (f'<p class="mua-partial">{_e(r.error_kind)} error: <code>{_e(redact(r.error))}</code></p>'
                  if r.error else "")
         transcript = trajectory_html(run.trajectory(r), style=False, policy_href=f"#{_policy_anchor(r.env_id)}")
@@ -282,6 +286,8 @@ def _episodes(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[st
 def _distributions(results: list[EpisodeResult]) -> str:
     if not results:
         return _section("distributions", "Turns and tool calls", "<p>No episodes yet.</p>")
+    from matplotlib.ticker import MaxNLocator
+
     figure = _figure(9.6, 3.0)
     axes = figure.subplots(1, 2)
     for ax, field, label in zip(axes, ("turns", "tool_calls"), ("turns per episode", "agent tool calls per episode")):
@@ -293,7 +299,13 @@ def _distributions(results: list[EpisodeResult]) -> str:
                 bins=bins, stacked=True, color=[_PASS, _FAIL], label=["success", "failure"])
         ax.set_xlabel(label)
         ax.set_ylabel("episodes")
-        ax.legend(frameon=False, fontsize=9)
+        # whole numbers on both axes, at least 0..1 wide, and headroom above the bars for the legend
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlim(low - 0.5, max(high, low + 1) + 0.5)
+        tallest = max(Counter(values).values())
+        ax.set_ylim(0, tallest * 1.35 + 0.5)
+        ax.legend(frameon=False, fontsize=9, loc="upper right", ncols=2)
         _style_axes(ax)
     n = len(results)
     means = (f"<p>mean {sum(r.turns for r in results) / n:.2f} turns, {sum(r.tool_calls for r in results) / n:.2f} "
@@ -308,14 +320,19 @@ def _rewards(results: list[EpisodeResult], summary: EvalSummary) -> str:
         for name, value in r.components.items():
             (judged if value is not None else unjudged)[name] += 1
     names = sorted(set(judged) | set(unjudged))
+    # an episode with no verdict at all (cut before its end was scored) is one that no component judged
+    unscored = sum(not r.components for r in results)
     rows = "".join(f"<tr><td>{_e(n)}</td><td class='mua-num'>"
                    f"{'—' if n not in summary.components else f'{summary.components[n]:.3f}'}</td>"
-                   f"<td class='mua-num'>{judged[n]}</td><td class='mua-num'>{unjudged[n]}</td></tr>" for n in names)
+                   f"<td class='mua-num'>{judged[n]}</td><td class='mua-num'>{len(results) - judged[n]}</td></tr>"
+                   for n in names)
     reasons: dict[str, int] = defaultdict(int)
     for r in results:
         reasons[r.termination_reason or "not ended"] += 1
     ends = "".join(f"<tr><td>{_e(k)}</td><td class='mua-num'>{v}</td></tr>" for k, v in sorted(reasons.items()))
-    body = (f"<p>mean reward <b>{summary.mean_reward:.3f}</b> over {summary.episodes} episodes.</p>"
+    no_verdict = (f" {unscored} of them ended with no verdict at all (truncated, or on an agent or user error, "
+                  "before the world was scored): they count as not judged by every component." if unscored else "")
+    body = (f"<p>mean reward <b>{summary.mean_reward:.3f}</b> over {summary.episodes} episodes.{no_verdict}</p>"
             '<div class="mua-grid"><table class="mua-t"><tr><th>component</th><th>mean (where judged)</th>'
             f"<th>judged</th><th>not judged</th></tr>{rows}</table>"
             f'<table class="mua-t"><tr><th>how episodes ended</th><th>episodes</th></tr>{ends}</table></div>')
@@ -357,7 +374,7 @@ def _usage(results: list[EpisodeResult], summary: EvalSummary) -> str:
 
 
 def _amount(key: str, value: float) -> str:
-    return f"${value:.4f}" if key.endswith("cost") else f"{value:,.1f}"
+    return f"${value:.4f}" if key.endswith("cost") else f"{round(value):,d}"  # tokens are whole
 
 
 def _policy_anchor(env_id: str) -> str:

@@ -34,9 +34,10 @@ def _copy(folder: Path, to: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
-    """A real run that fails some episodes: the fair agent on Retail (it fails two 'multi' tasks) and Mock."""
+    """A real run that fails some episodes: the fair agent on Retail with the scripted user, who says its lines in
+    order whatever is asked (the fair agent fails two 'multi' tasks), and Mock."""
     folder = tmp_path_factory.mktemp("mixed")
-    evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent="fair", trials=2, num_tasks=8), out=folder)
+    evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent="fair", user="scripted", trials=2, num_tasks=8), out=folder)
     return folder
 
 
@@ -268,3 +269,40 @@ def test_the_badge_is_the_task_reward_and_a_shaped_reward_is_shown_beside_it():
     assert "mua-pass" in head and "0.9 (shaped; task reward 1)" in head
     head = trajectory_html(shaped_failure, style=False).split('<div class="mua-box">')[0]
     assert "mua-fail" in head and "mua-warn" not in head and "0.4 (shaped; task reward 0)" in head
+
+
+def _plot(page: str, label: str) -> str:
+    return re.search(rf'<svg class="mua-plot" role="img" aria-label="{re.escape(label)}".*?</svg>', page, re.S).group()
+
+
+def test_equal_pass_lines_share_one_labelled_line_and_counts_print_whole(tmp_path):
+    """Two envs that both pass everything draw one line labelled with all three series (not three lines, each
+    hiding the others); token totals print as whole numbers; each episode's time says what it is."""
+    folder = tmp_path / "run"
+    evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent="oracle", trials=2, num_tasks=2), out=folder)
+    _rewrite(folder, lambda lines: [{**x, "usage": {"agent_prompt_tokens": 1234, "agent_cost": 0.5}} for x in lines])
+    page = write_report(folder).read_text()
+    plot = _plot(page, "pass^k against k")
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", plot)
+    assert "all tasks = Mock-v0 = Retail-v0" in labels and "Mock-v0" not in labels and "all tasks" not in labels
+    usage = page[page.index('id="usage"'):]
+    assert "<td class='mua-num'>9,872</td><td class='mua-num'>1,234</td>" in usage and "1,234.0" not in usage
+    assert re.search(r"played in \d+\.\d\d s &middot;", page)
+
+
+def test_an_all_zero_histogram_has_whole_ticks_and_episodes_with_no_verdict_are_counted(tmp_path):
+    folder = tmp_path / "run"
+    evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", num_tasks=3), out=folder)
+    # every episode made no tool call; the first was cut with no verdict (no component judged it)
+    _rewrite(folder, lambda lines: [{**x, "tool_calls": 0, **({"components": {}} if i == 0 else {})}
+                                    for i, x in enumerate(lines)])
+    page = write_report(folder).read_text()
+    plot = _plot(page, "turns and tool calls")
+    ticks = re.findall(r"<text[^>]*>([^<]*)</text>", plot)
+    numbers = [t for t in ticks if re.fullmatch(r"[\u2212-]?\d+(\.\d+)?", t.strip())]
+    assert numbers and all("." not in t for t in numbers), numbers  # no -0.4 .. 0.4 axis
+    rewards = page[page.index('id="rewards"'):page.index('id="rewards"') + 4000]
+    assert "1 of them ended with no verdict at all" in rewards
+    db = re.search(r"<tr><td>DB</td><td class='mua-num'>[^<]*</td><td class='mua-num'>(\d+)</td>"
+                   r"<td class='mua-num'>(\d+)</td>", rewards)
+    assert db and (int(db.group(1)), int(db.group(2))) == (2, 1)
