@@ -7,6 +7,7 @@
     mua-gym export runs/oracle --format sft --min-reward 1 --out sft.jsonl
     mua-gym audit --env mua/Retail-v0 --num-tasks 50   # every exploit agent: is any paid? (exit 3 if so)
     mua-gym list
+    mua-gym tasks --env mua/Retail-v0 --split test  # id, category, difficulty, what the user wants
     mua-gym cache --clear                            # generated tasks and world images kept on disk
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
 
@@ -460,6 +461,31 @@ def _audit(args: argparse.Namespace) -> int:
     return 3 if paid else 0
 
 
+def _tasks(args: argparse.Namespace) -> int:
+    """Prints the tasks of one env and split: id, category, difficulty and what the user wants, one per line."""
+    import mua_gym
+
+    try:
+        check_split(args.split)
+        env = mua_gym.make_async(args.env, split=args.split, world=args.world,
+                                 world_params=_key_values(args.world_param, "--world-param"))
+        tasks = env.tasks()
+    except (ValueError, KeyError) as exc:
+        raise UsageError(one_line(exc)) from None
+    if args.json:
+        for task in tasks:
+            print(json.dumps({"id": task.id, "category": task.category, "difficulty": task.difficulty,
+                              "summary": task.summary(10_000)}))
+        return 0
+    width = max((len(t.id) for t in tasks), default=2)
+    print(f"{'id':{width}s}  {'category':16s} {'level':5s}  summary")
+    for task in tasks:
+        level = "" if task.difficulty is None else str(task.difficulty)
+        print(f"{task.id:{width}s}  {task.category or '-':16s} {level:5s}  {task.summary(args.width)}")
+    print(f"{len(tasks)} tasks in {args.env} {args.split}", file=sys.stderr)
+    return 0
+
+
 def _list(args: argparse.Namespace) -> int:
     import mua_gym
 
@@ -567,6 +593,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     aud.add_argument("--max-paid", type=float, default=0.01,
                      help="the share of episodes an exploit may be paid before the audit fails (default 0.01)")
     aud.set_defaults(handler=_audit)
+    tasks = sub.add_parser("tasks", help="list an env's tasks: id, category, difficulty, what the user wants")
+    tasks.add_argument("--env", required=True, help="an env id, e.g. mua/Retail-v0 (mua-gym list shows them)")
+    tasks.add_argument("--split", default="test", help="train, dev or test (default: test)")
+    tasks.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
+    tasks.add_argument("--world-param", action="append", default=[], metavar="KEY=VALUE")
+    tasks.add_argument("--width", type=int, default=100, help="cut each summary to this many characters")
+    tasks.add_argument("--json", action="store_true", help="one JSON object per task, summaries whole")
+    tasks.set_defaults(handler=_tasks)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
     cache = sub.add_parser("cache", help="where generated tasks and world images are kept on disk, and their size")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import html
 import threading
-from typing import Any, Coroutine, TypeVar
+from typing import Any, Coroutine, Sequence, TypeVar
 
 import gymnasium
 
 from mua_gym.env import AsyncMuaEnv, PendingStep
 from mua_gym.infos import ResetInfo, StepInfo
 from mua_gym.spaces import ActionSpace, MessagesSpace
+from mua_gym.task import Task
 from mua_gym.trajectory import Trajectory
 from mua_gym.user_sims.base import run_immediate
 from mua_gym.world import World
@@ -149,6 +150,11 @@ class MuaEnv(gymnasium.Env):
     @property
     def domain(self) -> Any:
         return self.core.domain
+
+    def tasks(self, split: str | None = None) -> Sequence[Task]:
+        """The tasks this env plays in ``split`` (its own split if None), in order: each a :class:`~mua_gym.Task`
+        (``id``, ``category``, ``difficulty``, ``summary()``); ``reset(options={"task_id": ...})`` plays one."""
+        return self.core.tasks(split)
 
     def trajectory(self) -> Trajectory:
         return self.core.trajectory()

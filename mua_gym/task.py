@@ -107,6 +107,15 @@ class Task(BaseModel):
     category: str | None = None
     difficulty: int | None = None
 
+    def summary(self, width: int = 100) -> str:
+        """One line saying what the user wants (their reason for calling, else the task's description), cut to
+        ``width`` characters."""
+        scenario = self.user_scenario
+        text = (scenario.reason_for_call or " ".join(str(i.get("says", "")) for i in scenario.intents).strip()
+                or self.description or (self.script[0] if self.script else "") or scenario.instructions)
+        text = " ".join(text.split())
+        return text if len(text) <= width else text[:width - 3].rstrip() + "..."
+
 
 @dataclass
 class GenerationStats:

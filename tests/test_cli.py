@@ -146,3 +146,31 @@ def test_console_script_exit_status_and_environment_key_redaction(api_base):
                          text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr == "mua-gym: error: unknown agent 'nope': use oracle, fair, " \
                                                  "fair-retry, random or litellm:<model>\n"
+
+
+def test_tasks_lists_each_task_of_a_split_and_the_python_call_agrees(capsys):
+    import json as json_module
+
+    import mua_gym
+
+    assert main(["tasks", "--env", "mua/Retail-v0", "--split", "dev", "--width", "60"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    env = mua_gym.make("mua/Retail-v0", split="dev")
+    tasks = env.unwrapped.tasks()
+    assert lines[0].split() == ["id", "category", "level", "summary"] and len(lines) == len(tasks) + 1
+    first = lines[1].split()
+    assert first[:3] == [tasks[0].id, tasks[0].category, str(tasks[0].difficulty)]
+    assert all(len(line.split("  ")[-1].strip()) <= 60 for line in lines[1:])
+    assert main(["tasks", "--env", "mua/Retail-v0", "--split", "dev", "--json"]) == 0
+    rows = [json_module.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in rows] == [t.id for t in tasks] and rows[0]["summary"] == tasks[0].summary(10_000)
+    assert rows[0]["summary"]  # every generated task says what its user wants
+    obs, info = env.reset(options={"task_id": tasks[3].id})
+    assert info["task_id"] == tasks[3].id
+
+
+def test_tasks_of_an_unknown_split_is_one_line(capsys):
+    assert main(["tasks", "--env", "mua/Retail-v0", "--split", "tset"]) == 2
+    assert capsys.readouterr().err == ("mua-gym: error: split must be train, dev or test, not 'tset' "
+                                       "(did you mean 'test'?)\n")
+
