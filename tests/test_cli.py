@@ -174,3 +174,18 @@ def test_tasks_of_an_unknown_split_is_one_line(capsys):
     assert capsys.readouterr().err == ("mua-gym: error: split must be train, dev or test, not 'tset' "
                                        "(did you mean 'test'?)\n")
 
+
+def test_an_agent_served_on_this_machine_gets_a_reply_cap_unless_it_sets_one():
+    from mua_gym.agents import LOCAL_MAX_TOKENS, LiteLLMAgent
+
+    assert LiteLLMAgent("openai/smollm2", api_base="http://127.0.0.1:8080/v1").kwargs["max_tokens"] == LOCAL_MAX_TOKENS
+    assert LiteLLMAgent("openai/m", api_base="http://localhost:9/v1", max_tokens=64).kwargs["max_tokens"] == 64
+    assert "max_tokens" not in LiteLLMAgent("openai/m", api_base="https://api.example.com/v1").kwargs
+    assert "max_tokens" not in LiteLLMAgent("gpt-4o-mini").kwargs
+
+
+def test_serve_model_bad_arguments_are_one_line(capsys, tmp_path):
+    assert main(["serve-model", "--port", "0"]) == 2
+    assert capsys.readouterr().err == "mua-gym: error: --port must be between 1 and 65535, got 0\n"
+    assert main(["serve-model", "--model", str(tmp_path / "none.gguf")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -195,10 +195,10 @@ def test_the_server_loads_models_without_extra_buffer_types():
     from local_llm_server import gguf_path
 
     probe = """
-import sys; sys.path.insert(0, sys.argv[1])
+import sys
 import llama_cpp.llama_cpp as bindings
 assert bindings.llama_model_default_params().use_extra_bufts is True  # llama.cpp's own default: the switch matters
-from llama_cpp_server import without_extra_buffers
+from mua_gym.local_model import without_extra_buffers
 without_extra_buffers(); without_extra_buffers()  # (twice: wraps once)
 assert bindings.llama_model_default_params().use_extra_bufts is False
 import llama_cpp
@@ -213,3 +213,37 @@ print("completion:", model.create_completion("Hello", max_tokens=4)["choices"][0
     assert done.returncode == 0, done.stderr[-3000:]
     assert "completion: True" in done.stdout
     assert "repack" not in done.stderr  # no weight was repacked into an extra buffer type (AMX's or another's)
+
+
+def test_serve_model_serves_the_bundled_model_for_an_agent_the_cli_runs(tmp_path):
+    """The README's local path: ``mua-gym serve-model`` in one shell, an episode against it in another, with the
+    flags it prints (the agent then replies within its default cap)."""
+    import subprocess
+    import sys
+
+    from local_llm_server import _answers, free_port
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    log = open(tmp_path / "server.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "mua_gym.cli", "serve-model", "--port", str(port),
+                               "--threads", "2"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300  # a hung start fails instead of hanging the suite
+        while not _answers(f"{base}/models"):
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()[-3000:]
+            time.sleep(0.25)
+        printed = (tmp_path / "server.log").read_text()
+        flags = f"--agent litellm:openai/smollm2 --agent-arg api_base={base} --agent-arg api_key=local"
+        assert flags in printed, printed[:2000]
+        done = subprocess.run([sys.executable, "-m", "mua_gym.cli", "run", "--env", "mua/Mock-v0", *flags.split(),
+                               "--max-turns", "2", "--episodes", "1", "--quiet", "--jsonl", str(tmp_path / "ep.jsonl")],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "1 episodes, mean reward" in done.stdout
+        episode = Trajectory.model_validate_json((tmp_path / "ep.jsonl").read_text())
+        assert episode.turns >= 1
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
