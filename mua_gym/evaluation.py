@@ -412,7 +412,8 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
     A folder's run grows by resuming it with more ``trials`` (the episodes it holds are kept).
 
     Raises ValueError where ``out`` holds another run (naming what differs), or fewer trials than it holds, where
-    the env's tasks changed since the run began, or where another eval is writing ``out``; KeyError for an unknown task id."""
+    the env's tasks changed since the run began, or where another eval is writing ``out``; KeyError for an unknown
+    task id."""
     import mua_gym
 
     folder = Path(out) if out is not None else None

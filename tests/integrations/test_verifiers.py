@@ -116,7 +116,8 @@ def test_vf_eval_scores_the_gold_play_1_and_wrong_plays_0(tmp_path: Path, taskse
     tasks, reply = retail_plays
     with ScriptedOpenAI(reply) as server:
         done = subprocess.run(
-            [console_script("vf-eval"), TASKSET_ID, "--no-push", "--no-rich", "-n", "3", "-r", "2", "-o", str(tmp_path / "out"),
+            [console_script("vf-eval"), TASKSET_ID, "--no-push", "--no-rich", "-n", "3", "-r", "2",
+             "-o", str(tmp_path / "out"),
              "--model", "scripted", "--client.base-url", server.url, "--env.agent.runtime.type", "subprocess",
              "--env.taskset.env-id", "mua/Retail-v0", "--env.taskset.split", "test",
              "--env.taskset.user", "scripted", "--env.taskset.max-turns", "30"],
