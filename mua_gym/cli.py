@@ -32,7 +32,7 @@ from mua_gym import __version__
 from mua_gym.llm_client import one_line
 from mua_gym.task import check_split
 
-__all__ = ["UsageError", "main"]
+__all__ = ["UsageError", "default_out", "main"]
 
 
 class UsageError(Exception):
@@ -290,7 +290,10 @@ def _eval(args: argparse.Namespace) -> int:
         raise UsageError(redact(_config_error(exc))) from None
     except ValueError as exc:
         raise UsageError(redact(one_line(exc))) from None
-    deaf = _scripted_user_envs(args.env, args.user) if args.agent not in ("oracle", "random") else []
+    if args.out is None:
+        args.out = default_out(config)
+        say(f"mua-gym: results go to {args.out} (--out names another folder)", sys.stderr)
+    deaf = _scripted_user_envs(args.env, args.user, args.world) if args.agent not in ("oracle", "random") else []
     if deaf:
         say(f"mua-gym: note: {', '.join(deaf)} plays the scripted user, who says its lines in order whatever the "
             "agent asks; to benchmark an agent that asks, name --user scenario or --user litellm:<model>",
@@ -401,7 +404,19 @@ def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Calla
     return (1 if summary.agent_errors or summary.user_errors else 0), results
 
 
-def _scripted_user_envs(env_ids: Sequence[str], user: str | None) -> list[str]:
+def default_out(config: Any) -> str:
+    """``runs/<env>-<agent>-<split>-<hash>``: the folder of an eval run without ``--out``. The hash is of the run's
+    settings less ``trials`` (which a resume may grow) and credentials (masked), so the same command resumes."""
+    import hashlib
+
+    key = {k: v for k, v in config.run_key().items() if k != "trials"}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
+    envs = "+".join(e.rpartition("/")[2] for e in config.env_ids)
+    name = re.sub(r"[^\w.+-]+", "_", f"{envs}-{config.agent}-{config.split}")[:80]
+    return os.path.join("runs", f"{name}-{digest}")
+
+
+def _scripted_user_envs(env_ids: Sequence[str], user: str | None, world: str | None) -> list[str]:
     """The env ids whose episodes would play the scripted user (named, or the domain's default)."""
     import gymnasium
 
@@ -410,7 +425,8 @@ def _scripted_user_envs(env_ids: Sequence[str], user: str | None) -> list[str]:
     found = []
     for env_id in env_ids:
         try:
-            name = user or get_domain(gymnasium.spec(env_id).kwargs["domain"]).default_user()
+            domain = get_domain(gymnasium.spec(env_id).kwargs["domain"])
+            name = user or domain.default_user(world or domain.default_source)
         except (gymnasium.error.Error, KeyError):  # an unknown id is the eval's own error to report
             continue
         if name == "scripted":
@@ -560,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--judge-arg", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--episodes", type=int, default=1)
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--split", default="train")
+    run.add_argument("--split", default="test", help="train, dev or test (default: test, as for eval)")
     run.add_argument("--world", default=None, help="the world and task source (default: the domain's)")
     run.add_argument("--task", help="a task id (default: drawn with the seed)")
     run.add_argument("--max-turns", type=int, default=30)
@@ -579,7 +595,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--user", default=None,
                     help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> (default: the domain's)")
     ev.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE")
-    ev.add_argument("--split", default="test")
+    ev.add_argument("--split", default="test", help="train, dev or test (default: test)")
     ev.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
     ev.add_argument("--world-param", action="append", default=[], metavar="KEY=VALUE",
                     help="keyword for the world source, e.g. difficulty=1")
@@ -589,7 +605,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--num-tasks", type=int, default=None, help="the split's first M tasks (default: all)")
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--max-turns", type=int, default=30)
-    ev.add_argument("--out", default=None, help="results folder; rerun with the same folder to resume")
+    ev.add_argument("--out", default=None,
+                    help="results folder; rerun with the same folder to resume (default: runs/<env>-<agent>-<split>-"
+                         "<hash of the settings>, so the same command resumes)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.add_argument("--no-check", dest="check", action="store_false", help="skip the agent model's probe call")
     ev.add_argument("--perturb", action="append", default=[], metavar="SPEC",

@@ -228,9 +228,13 @@ class Domain:
                 raise ValueError(f"unknown world_params key {key!r} for {self.name} source {source!r}{hint}; "
                                  f"valid keys: {', '.join(sorted(accepted)) or 'none'}")
 
-    def default_user(self) -> str:
-        """The user simulator an env plays when none is named: one that can act in a dual-control domain."""
-        return "scenario" if self.dual_control else "scripted"
+    def default_user(self, source: str | None = None) -> str:
+        """The user simulator an env of world ``source`` plays when none is named: the scenario user, which answers
+        what any agent asks; on TAU2's retail and airline tasks, whose scenarios are prose it cannot follow, the
+        scripted one (which replays the gold conversation: judging an agent there needs an LLM user)."""
+        if source == "tau2" and not self.dual_control:
+            return "scripted"
+        return "scenario"
 
     def policy_text(self, source: str = "generated", **params: Any) -> str:
         """The policy for worlds of ``source`` (a callable policy gets ``source`` and the source parameters)."""

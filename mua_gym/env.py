@@ -138,7 +138,7 @@ class AsyncMuaEnv:
         self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)
         world = world or self.domain.default_source
         self.domain.check_source(world, world_params or {})
-        self.user: UserSimulator = make_user(user or self.domain.default_user(), **(user_kwargs or {}))
+        self.user: UserSimulator = make_user(user or self.domain.default_user(world), **(user_kwargs or {}))
         _check_user_can_act(self.domain, self.user, tasks)
         self.source = world
         self.world_params = dict(world_params or {})

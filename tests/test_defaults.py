@@ -20,12 +20,6 @@ def test_telecom_defaults_to_a_user_that_acts_and_the_oracle_scores():
     env.close()
 
 
-def test_single_control_domains_keep_the_scripted_default():
-    for name in ("mock", "retail", "airline"):
-        core = AsyncMuaEnv(name)
-        assert isinstance(core.user, ScriptedUser), name
-
-
 def test_a_user_that_cannot_act_is_refused_for_a_dual_control_domain():
     with pytest.raises(ValueError, match="cannot act.*dual-control.*scenario"):
         mua_gym.make("mua/Telecom-v0", user="scripted")
@@ -80,3 +74,37 @@ def test_the_cli_plays_telecom_with_the_domains_default_user(capsys):
     assert main(["run", "--env", "mua/Telecom-v0", "--split", "test", "--agent", "oracle", "--episodes", "2"]) == 0
     out = capsys.readouterr().out
     assert "user scenario" in out and "2 episodes, mean reward 1.000" in out
+
+
+@pytest.mark.parametrize("domain", ["mock", "retail", "airline", "telecom"])
+def test_every_domain_defaults_to_the_user_any_agent_is_judged_with(domain):
+    """The scenario user answers what the agent asks; the scripted one (lines in order) only suits replays, and
+    stays the default only on TAU2's prose-scenario retail and airline tasks."""
+    assert isinstance(AsyncMuaEnv(domain).user, ScenarioUser)
+    if domain in ("retail", "airline"):  # (telecom refuses the scripted user: it cannot act on the phone)
+        assert isinstance(AsyncMuaEnv(domain, user="scripted").user, ScriptedUser)
+        assert mua_gym.get_domain(domain).default_user("tau2") == "scripted"
+
+
+def test_eval_without_out_keeps_its_results_in_a_folder_the_same_command_resumes(tmp_path, monkeypatch, capsys):
+    from mua_gym.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["eval", "--env", "mua/Mock-v0", "--agent", "fair", "--quiet"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    folders = list((tmp_path / "runs").iterdir())
+    assert len(folders) == 1 and folders[0].name.startswith("Mock-v0-fair-test-")
+    assert f"results go to runs/{folders[0].name}" in err
+    assert main([*argv, "--trials", "2"]) == 0  # more trials: the same folder, grown
+    assert "4 tasks x 2 trials" in capsys.readouterr().out and list((tmp_path / "runs").iterdir()) == folders
+    assert main([*argv, "--max-turns", "9"]) == 0  # another setting: another folder
+    assert len(list((tmp_path / "runs").iterdir())) == 2
+
+
+def test_run_and_eval_play_the_same_split_by_default(capsys):
+    from mua_gym.cli import main
+
+    assert main(["run", "--env", "mua/Retail-v0", "--agent", "oracle", "--quiet"]) == 0
+    task_id = capsys.readouterr().out.split("task ")[1].split()[0]
+    assert any(t.id == task_id for t in AsyncMuaEnv("retail").tasks("test"))

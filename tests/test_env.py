@@ -136,7 +136,7 @@ def test_unreadable_actions_never_raise(action):
 
 
 def test_tool_calls_run_in_order_and_text_goes_to_the_user():
-    env = MuaEnv("mock")
+    env = MuaEnv("mock", user="scripted")  # its next line, whatever is asked
     env.reset(options={"task_id": "mock-cancel-card"})
     obs, *_ = env.step({"role": "assistant", "content": "Let me check.", "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id": "O1001"}'}},
@@ -372,7 +372,7 @@ def test_nl_assertions_use_the_pluggable_judge():
         return ["hello" in (m.get("content") or "").lower() for m in messages if m["role"] == "assistant"][:1]
 
     for text, expected in [("Hello! We sell coffee gear.", 1.0), ("We sell coffee gear.", 0.0)]:
-        env = MuaEnv("mock", judge=judge)
+        env = MuaEnv("mock", judge=judge, user="scripted")
         env.reset(options={"task": task})
         _, reward, terminated, truncated, info = env.step(text)  # the one-line script stops here
         assert terminated and reward == expected
@@ -382,7 +382,7 @@ def test_nl_assertions_use_the_pluggable_judge():
 
     # Without a judge, tau2's rules skip the component (None). This task's world is its gold one untouched, so
     # only the judge can tell a solution from an idle agent: strictly, it is failed until judged.
-    env = MuaEnv("mock")
+    env = MuaEnv("mock", user="scripted")
     env.reset(options={"task": task})
     _, reward, terminated, truncated, info = env.step("We sell coffee gear.")
     assert reward == 0.0 and info["reward_info"]["components"]["NL_ASSERTION"] == 0.0
@@ -391,7 +391,7 @@ def test_nl_assertions_use_the_pluggable_judge():
     async def broken(messages, assertions):
         raise ConnectionError("judge offline")
 
-    env = MuaEnv("mock", judge=broken)
+    env = MuaEnv("mock", judge=broken, user="scripted")
     env.reset(options={"task": task})
     _, reward, terminated, truncated, info = env.step("Hello!")
     assert reward == 0.0 and "judge offline" in info["reward_info"]["judge_error"]

@@ -32,7 +32,7 @@ def add_failed_copies(folder) -> None:
 def run(tmp_path_factory):
     """A fair agent's run of retail and mock tasks: some paid, some not, plus two episodes that ended on errors."""
     folder = tmp_path_factory.mktemp("fair")
-    evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent="fair", trials=2, num_tasks=8), out=folder)
+    evaluate(EvalConfig(env_ids=[RETAIL, MOCK], agent="fair", user="scripted", trials=2, num_tasks=8), out=folder)
     add_failed_copies(folder)
     return folder
 

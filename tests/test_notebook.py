@@ -29,7 +29,7 @@ def test_the_example_notebook_runs_in_a_kernel_and_shows_the_html_views(tmp_path
     assert not [o for o in outputs if o.output_type == "error"]
     assert not [o for o in outputs if o.output_type == "stream" and o.name == "stderr" and "Traceback" in o.text]
     env_view = _tagged(notebook, "env-view").outputs[0]["data"]["text/html"]
-    assert "MuaEnv(retail, user=scripted)" in env_view and "retail-test-0-00170" in env_view
+    assert "MuaEnv(retail, user=scenario)" in env_view and "retail-test-0-00170" in env_view
     assert "DB" in env_view and "modify_pending_order_address" in env_view  # the breakdown and the transcript
     trajectory_view = _tagged(notebook, "trajectory-view").outputs[0]["data"]["text/html"]
     assert "mock" in trajectory_view and "Could you tell me the email on your account?" in trajectory_view
@@ -47,4 +47,4 @@ def test_a_made_env_shows_its_html_view_to_ipython_and_still_enforces_reset_firs
     env.reset(options={"task_id": "mock-cancel-card"})
     env.step({"name": "find_customer_by_email", "arguments": {"email": "ana@example.com"}})
     view = formatter(mua_gym.make("mua/Mock-v0")) and formatter(env)
-    assert "MuaEnv(mock, user=scripted)" in view and "find_customer_by_email" in view and "ana@example.com" in view
+    assert "MuaEnv(mock, user=scenario)" in view and "find_customer_by_email" in view and "ana@example.com" in view

@@ -103,7 +103,7 @@ def test_the_probe_names_the_fix_in_one_line(server):
 def test_a_judge_served_over_http(server):
     task = Task(id="nl", domain="mock", script=["Hi."],
                 evaluation=EvaluationSpec(reward_basis=["NL_ASSERTION"], nl_assertions=["greets"]))
-    env = MuaEnv("mock", judge=f"openai:flaky-0@{server}")
+    env = MuaEnv("mock", judge=f"openai:flaky-0@{server}", user="scripted")
     env.reset(options={"task": task})
     *_, reward, terminated, truncated, info = env.step("Hello!")
     assert terminated and reward == 1.0 and info["reward_info"]["nl_assertions"] == [True]

@@ -43,9 +43,9 @@ def _chromium() -> str:
 
 
 def realistic_run(folder: Path, num_tasks: int = 8, trials: int = 3) -> Path:
-    """A real run that fails some tasks: the fair agent on Retail (it fails the two-request 'multi' tasks) and
-    Mock, a few trials each."""
-    evaluate(EvalConfig(env_ids=["mua/Retail-v0", "mua/Mock-v0"], agent="fair", trials=trials,
+    """A real run that fails some tasks: the fair agent with the scripted user on Retail (it fails the two-request
+    'multi' tasks) and Mock, a few trials each."""
+    evaluate(EvalConfig(env_ids=["mua/Retail-v0", "mua/Mock-v0"], agent="fair", user="scripted", trials=trials,
                         num_tasks=num_tasks), out=folder)
     return folder
 

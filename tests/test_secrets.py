@@ -331,7 +331,7 @@ def _nl_task():
 
 
 def _judged(envs, judge):
-    env = envs("mock", judge=judge)
+    env = envs("mock", judge=judge, user="scripted")
     env.reset(options={"task": _nl_task()})
     *_, reward, terminated, truncated, info = env.step("Hello!")
     assert terminated

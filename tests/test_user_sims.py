@@ -248,7 +248,7 @@ def test_llm_judge_through_litellm():
 
     task = Task(id="nl", domain="mock", script=["Hi."],
                 evaluation=EvaluationSpec(reward_basis=["NL_ASSERTION"], nl_assertions=["greets", "says bye"]))
-    env = MuaEnv("mock", judge=f"litellm:{model}")
+    env = MuaEnv("mock", judge=f"litellm:{model}", user="scripted")
     env.reset(options={"task": task})
     *_, reward, terminated, truncated, info = env.step("Hello!")
     assert terminated and reward == 0.0 and info["reward_info"]["nl_assertions"] == [True, False]
