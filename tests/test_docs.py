@@ -30,3 +30,47 @@ def test_example_scripts_run_offline():
                                 capture_output=True, text=True, timeout=180)
         assert result.returncode == 0, result.stderr
         assert needle in result.stdout
+
+
+def test_the_custom_agent_example_evaluates_and_keeps_its_run(tmp_path):
+    out = tmp_path / "run"
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "custom_agent.py"), str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "10 episodes, pass^1 0.100" in result.stdout and (out / "run.json").is_file()
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_of_the_readme_and_docs_reaches_a_file_and_heading():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    checked = 0
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            assert file.exists(), f"{page.name} links to {target}, which is missing"
+            if anchor:
+                headings = re.findall(r"^#+ (.+)$", file.read_text(), re.M)
+                assert anchor in {_slug(h) for h in headings}, f"{page.name}: no heading #{anchor} in {file.name}"
+            checked += 1
+    assert checked > 30
+
+
+def test_the_readme_quickstart_eval_and_report_run_as_written(tmp_path):
+    """The Quickstart's eval block, less its pip line, from a fresh folder: a run folder and its report."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Evaluate an agent"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()
+                and not line.startswith("pip ")]
+    assert commands[0].startswith("mua-gym eval") and commands[1].startswith("mua-gym report")
+    for command in commands:
+        done = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "runs" / "fair" / "report.html").stat().st_size > 10_000
