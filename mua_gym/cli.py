@@ -337,7 +337,8 @@ def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Calla
 
     from tqdm import tqdm
 
-    bar = tqdm(total=None, unit="episode", desc="eval", dynamic_ncols=True, disable=args.quiet)
+    # made when the plan is known: an error found before (a task id, another run's folder) prints no bar line
+    bar = tqdm(total=None, unit="episode", desc="eval", dynamic_ncols=True, disable=True)
     played = passed = errors = resumed = 0
     tokens = cost = 0.0
     results: list[Any] = []
@@ -356,7 +357,8 @@ def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Calla
         bar.refresh()
 
     def on_start(held: list[Any], total: int) -> None:  # a resumed run's bar starts where the folder stands
-        nonlocal resumed
+        nonlocal resumed, bar
+        bar = tqdm(total=total, unit="episode", desc="eval", dynamic_ncols=True, disable=args.quiet)
         resumed = len(held)
         for result in held:
             count(result)

@@ -82,6 +82,18 @@ def test_bad_eval_arguments_exit_2_with_one_line_and_no_progress_bar(capsys, tmp
     assert not (tmp_path / "run").exists()
 
 
+def test_errors_found_while_planning_an_eval_print_no_progress_bar_line(capsys, tmp_path):
+    """An unknown task id, or a folder of another run, is found once the envs are built: still one line, with no
+    progress bar drawn before it (the bar is made when the plan is known)."""
+    assert main(["eval", "--env", "mua/Mock-v0", "--task-ids", "no-such-task", "--out", str(tmp_path / "a")]) == 2
+    assert capsys.readouterr().err == "mua-gym: error: mua/Mock-v0 has no task 'no-such-task'\n"
+    assert main(["eval", "--env", "mua/Mock-v0", "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--env", "mua/Mock-v0", "--out", str(tmp_path / "b"), "--max-turns", "9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("mua-gym: error: ") and "different run" in err
+
+
 def test_a_bad_agent_fails_before_any_world_is_built(capsys):
     start = time.perf_counter()
     assert main(["run", "--env", "mua/Retail-v0", "--agent", "litellm:", "--episodes", "3"]) == 2
