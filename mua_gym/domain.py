@@ -6,7 +6,6 @@ builds one :class:`Domain` from its schema, tools, policy, world builders and ta
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import threading
 import weakref
@@ -17,7 +16,7 @@ from sqlalchemy import Connection, MetaData
 
 from mua_gym import disk_cache
 from mua_gym.image import WorldImage
-from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec, check_split
+from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec, check_split, did_you_mean
 from mua_gym.tools import Toolkit
 from mua_gym.world import World
 
@@ -223,9 +222,8 @@ class Domain:
             return
         for key in params:
             if key not in accepted:
-                close = difflib.get_close_matches(key, sorted(accepted), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"unknown world_params key {key!r} for {self.name} source {source!r}{hint}; "
+                raise ValueError(f"unknown world_params key {key!r} for {self.name} source {source!r}"
+                                 f"{did_you_mean(key, sorted(accepted))}; "
                                  f"valid keys: {', '.join(sorted(accepted)) or 'none'}")
 
     def default_user(self, source: str | None = None) -> str:

@@ -315,11 +315,10 @@ def _distributions(results: list[EpisodeResult]) -> str:
 
 def _rewards(results: list[EpisodeResult], summary: EvalSummary) -> str:
     judged: dict[str, int] = defaultdict(int)
-    unjudged: dict[str, int] = defaultdict(int)
     for r in results:
         for name, value in r.components.items():
-            (judged if value is not None else unjudged)[name] += 1
-    names = sorted(set(judged) | set(unjudged))
+            judged[name] += value is not None
+    names = sorted(judged)
     # an episode with no verdict at all (cut before its end was scored) is one that no component judged
     unscored = sum(not r.components for r in results)
     rows = "".join(f"<tr><td>{_e(n)}</td><td class='mua-num'>"

@@ -26,7 +26,7 @@ from typing import Iterator, Sequence
 
 __all__ = ["ALIAS", "GGUF_NAME", "gguf_path", "local_llm_server", "missing_requirements", "server_problem"]
 
-from mua_gym.local_model import ALIAS, GGUF_NAME, gguf_path, missing_requirements, server_command
+from mua_gym.local_model import ALIAS, CHAT_FORMAT, GGUF_NAME, gguf_path, missing_requirements, server_command
 
 HOST = "127.0.0.1"
 
@@ -84,7 +84,7 @@ def _tail(path: Path, chars: int = 3000) -> str:
 
 @contextlib.contextmanager
 def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str = ALIAS, n_ctx: int = 4096,
-                     n_threads: int = 2, chat_format: str = "chatml-function-calling", cache: bool = True,
+                     n_threads: int = 2, chat_format: str = CHAT_FORMAT, cache: bool = True,
                      extra_args: Sequence[str] = (), startup_timeout: float = 90.0,
                      grace: float = 10.0) -> Iterator[str]:
     """Starts llama-cpp-python's server (:mod:`mua_gym.local_model`: extra buffer types off, for AMX CPUs) on a
