@@ -7,6 +7,10 @@ async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gy
 timeout and is retried like the LLM user's (:func:`mua_gym.llm_client.acall`: rate limits, timeouts and 5xx with
 backoff, a refused connection once, errors that cannot heal never); one that still fails raises
 :class:`JudgeError` with the configured keys redacted. :meth:`LLMJudge.check` probes the model.
+
+Each call's tokens and cost ride on the verdicts it returns (:class:`Verdicts`, a list with a ``usage``):
+:func:`mua_gym.reward.judge_nl_assertions` records them in ``reward_info["judge_usage"]``, and an eval adds them
+to the episode's ``judge_*`` counters. ``LLMJudge.usage`` keeps the judge's own running total.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ import json
 from typing import Any
 
 from mua_gym.jsonsafe import first_object
-from mua_gym.llm_client import CallLimits, JudgeModelError, acall, chat_message, probe
+from mua_gym.llm_client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
 from mua_gym.openai_http import OpenAIServer, parse_spec
 from mua_gym.redact import Redactor
 
-__all__ = ["JudgeError", "LLMJudge", "make_judge"]
+__all__ = ["JudgeError", "LLMJudge", "Verdicts", "make_judge"]
 
 PROMPT = """\
 You are grading a customer-support conversation. For each numbered statement below, decide whether the
@@ -40,6 +44,15 @@ class JudgeError(RuntimeError):
     """The judge's model call failed; the text carries no configured key."""
 
 
+class Verdicts(list[bool]):
+    """A judge's verdicts, one per assertion, with the tokens and cost of the call that made them in ``usage``
+    (``prompt_tokens``, ``completion_tokens``, ``total_tokens``, and ``cost`` where litellm prices the model)."""
+
+    def __init__(self, verdicts: list[bool], usage: dict[str, float]) -> None:
+        super().__init__(verdicts)
+        self.usage = usage
+
+
 class LLMJudge:
     """Asks ``model`` (through litellm) about the NL assertions of a finished episode.
 
@@ -56,6 +69,8 @@ class LLMJudge:
         if server is not None:
             self._server = OpenAIServer(server, api_key=litellm_kwargs.pop("api_key", None))
         self.kwargs = {"temperature": 0, **litellm_kwargs}
+        #: Every answered call's tokens and cost so far, summed (the same keys as :attr:`Verdicts.usage`).
+        self.usage: dict[str, float] = {}
 
     def check(self) -> None:
         """Makes one tiny call to the model; raises :class:`JudgeModelError` (one line, naming the fix) if it fails."""
@@ -67,7 +82,10 @@ class LLMJudge:
         if self._server is not None:
             await self._server.aclose()
 
-    async def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> list[bool]:
+    async def __call__(self, messages: list[dict[str, Any]], assertions: list[str]) -> Verdicts:
+        """One verdict per assertion, as :class:`Verdicts` carrying the call's usage. Raises :class:`JudgeError`
+        where the call fails, ValueError where the reply holds no verdict per assertion (its usage is still
+        added to :attr:`usage`)."""
         transcript = "\n".join(f"{m['role'].upper()}: {m.get('content') or ''}" for m in messages
                                if m["role"] in ("user", "assistant") and m.get("content"))
         statements = "\n".join(f"{i}. {a}" for i, a in enumerate(assertions, start=1))
@@ -75,11 +93,15 @@ class LLMJudge:
         # A JudgeError is reported in reward_info["judge_error"]; its text is redacted (providers echo keys).
         response = await acall({**self.kwargs, "model": self.model, "messages": prompt}, self.limits, role="judge",
                                error=JudgeError, redactor=self._redact, server=self._server)
+        usage: dict[str, float] = {}
+        add_usage(usage, response)
+        for key, value in usage.items():
+            self.usage[key] = self.usage.get(key, 0) + value
         data = first_object(chat_message(response)["content"] or "")
         verdicts = data.get("verdicts") if isinstance(data, dict) else None
         if not isinstance(verdicts, list) or len(verdicts) != len(assertions):
             raise ValueError(f"the judge returned {json.dumps(data)[:200]}, not one verdict per statement")
-        return [bool(v.get("true")) if isinstance(v, dict) else bool(v) for v in verdicts]
+        return Verdicts([bool(v.get("true")) if isinstance(v, dict) else bool(v) for v in verdicts], usage)
 
 
 def make_judge(spec: str, **kwargs: Any) -> LLMJudge:

@@ -58,7 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Literal, Protocol, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from mua_gym.communicate import missing_parity, missing_strict
 from mua_gym.diff import ChangeSet, WorldComparison, WorldDiff, compare_changes
@@ -112,6 +112,17 @@ class RewardInfo(BaseModel):
     nl_assertions: list[bool] | None = None
     #: Why CONDUCT failed (an unasked hand-off, needless requests); empty where it holds.
     conduct_failed: list[str] = []
+    #: The judge's tokens and cost for this episode (a judge that reports them: :class:`mua_gym.judge.Verdicts`);
+    #: None, and left out of the dump, where no judge reported any.
+    judge_usage: dict[str, float] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unreported_usage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The fields as a dict, ``judge_usage`` left out where None (an unjudged episode's record is unchanged)."""
+        data = handler(self)
+        if data.get("judge_usage", 0) is None:
+            del data["judge_usage"]
+        return data
 
 
 def _db_comparison(prepared: PreparedTask, final: ChangeSet) -> WorldComparison:
@@ -267,15 +278,20 @@ def needs_judge(task: Task, judge_only: bool = False) -> bool:
 
 async def judge_nl_assertions(info: RewardInfo, task: Task, judge: Judge,
                               conversation: list[dict[str, Any]]) -> RewardInfo:
-    """Asks ``judge`` about the task's NL assertions and folds its verdicts into the reward."""
-    verdicts = [bool(v) for v in await judge(conversation, list(task.evaluation.nl_assertions))]
+    """Asks ``judge`` about the task's NL assertions; returns ``info`` with its verdicts folded into the reward
+    and, where the judge reports them (:class:`mua_gym.judge.Verdicts`), the call's tokens and cost in
+    ``judge_usage``."""
+    answer = await judge(conversation, list(task.evaluation.nl_assertions))
+    verdicts = [bool(v) for v in answer]
+    usage = getattr(answer, "usage", None)  # a judge's own callable may report none
     components = dict(info.components)
     verdict = 1.0 if len(verdicts) == len(task.evaluation.nl_assertions) and all(verdicts) else 0.0
     components["NL_ASSERTION"] = verdict
     judged_by_tau2 = "NL_ASSERTION" in task.evaluation.reward_basis
     parity = info.parity_reward if info.parity_reward is None or not judged_by_tau2 else info.parity_reward * verdict
     return info.model_copy(update={"components": components, "nl_assertions": verdicts,
-                                   "reward": _product(components), "parity_reward": parity})
+                                   "reward": _product(components), "parity_reward": parity,
+                                   "judge_usage": dict(usage) if isinstance(usage, dict) else None})
 
 
 # -- reward modes ---------------------------------------------------------------------------------------

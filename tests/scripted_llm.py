@@ -2,7 +2,8 @@
 
 A script is a list of steps; each is a reply text, a dict ``{"tool_calls": [(name, args), ...]}``, an
 exception instance to raise, or a callable ``messages -> step``. ``DELAY[name]`` makes every call of that
-script sleep first (asyncio.sleep, so concurrent episodes overlap).
+script sleep first (asyncio.sleep, so concurrent episodes overlap). Every reply reports 10 prompt and 5 completion
+tokens; :func:`price` gives a script a per-token price, so litellm costs its calls too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ SEEN: dict[str, list[list[dict[str, Any]]]] = {}
 def script(name: str, steps: list[Any], delay: float = 0.0) -> str:
     SCRIPTS[name], POSITION[name], DELAY[name], SEEN[name] = list(steps), 0, delay, []
     return f"scripted/{name}"
+
+
+def price(name: str, prompt: float = 1e-6, completion: float = 2e-6) -> float:
+    """Prices the script's model per token in litellm's cost map; returns what one call (10 + 5 tokens) costs."""
+    litellm.register_model({f"scripted/{name}": {"input_cost_per_token": prompt, "output_cost_per_token": completion,
+                                                 "litellm_provider": "scripted", "mode": "chat"}})
+    return 10 * prompt + 5 * completion
 
 
 def _step(name: str, messages: list[dict[str, Any]]) -> ModelResponse:
