@@ -333,7 +333,7 @@ def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Calla
     """Runs (or resumes) one evaluation into ``out``, printing its summary: (exit status, its episodes)."""
     import asyncio
 
-    from mua_gym.evaluation import aevaluate, tokens_and_cost
+    from mua_gym.evaluation import aevaluate, summary_notes, tokens_and_cost
 
     from tqdm import tqdm
 
@@ -389,6 +389,8 @@ def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Calla
         f"{_count(tokens_and_cost(summary.usage)[0])} tokens, ${tokens_and_cost(summary.usage)[1]:.4f}, "
         f"{summary.wall_s:.1f} s" + (f" (this session; {summary.episode_s:.1f} s of episodes in all)"
                                      if resumed else ""))
+    for line in summary_notes(summary):  # error bars, tokens and cost per role, user faults and void episodes
+        say(f"  {line}")
     if summary.parity_differs or config.world == "tau2":
         say("  by tau2's own rules: " + ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.parity_pass_hat_k.items())
             + (f"; strict and tau2 rules differ on {len(summary.parity_differs)} tasks: "

@@ -14,6 +14,12 @@ lacks; a half-written last line (a killed run) is cut off first. One eval at a t
 An episode's seed depends on the run's seed, its env, task and trial only, so a resumed or re-run
 evaluation plays the same episodes. Success is tau2's: a reward of 1 (within 1e-6). pass^k is tau2's
 estimator: the mean over tasks of C(successes, k) / C(trials, k).
+
+Error bars (:func:`noise_floor`): the summary says how often a task's trials disagree (``flip_tasks``,
+``flip_rate``) and the smallest pass^1 difference from a rerun that trial noise alone would not explain
+(``noise_floor``). Tokens and cost are kept per role, agent, user and judge (``ledger``). A void episode (the
+user failed or broke its script: nothing to learn from) counts as a failure in ``pass_hat_k``, as before, and
+``pass_hat_k_void_excluded`` gives the figure without it.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import os
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -35,18 +41,23 @@ from mua_gym.task import check_split
 if TYPE_CHECKING:
     from mua_gym.trajectory import Trajectory
 
-__all__ = ["EpisodeResult", "EvalConfig", "EvalRun", "EvalSummary", "aevaluate", "evaluate", "group_by_task",
-           "pass_hat_k", "read_results", "read_run", "summarise", "tokens_and_cost", "write_atomic"]
+__all__ = ["EpisodeResult", "EvalConfig", "EvalRun", "EvalSummary", "FaultRate", "RoleUsage", "aevaluate", "evaluate",
+           "flip_stats", "group_by_task", "is_void", "noise_floor", "pass1_variance", "pass_hat_k", "read_results",
+           "read_run", "summarise", "summary_notes", "tokens_and_cost", "usage_ledger", "write_atomic"]
 
 RESULTS = "episodes.jsonl"
+#: The roles whose tokens and cost the ledger keeps apart (each a prefix of ``EpisodeResult.usage`` keys).
+ROLES = ("agent", "user", "judge")
+#: The two-sided 95% normal quantile: the noise floor's confidence.
+Z95 = 1.959963984540054
 RUN = "run.json"
 LOCK = ".lock"
 
 
 class EvalConfig(BaseModel):
-    """What to run. ``agent``: ``oracle``, ``fair``, ``fair-retry``, ``random`` or ``litellm:<model>`` (``agent_kwargs`` go to
-    litellm); ``user``: a user spec (the domain's default if None). Tasks: ``task_ids`` if given, else the
-    split's first ``num_tasks`` (all if None), per env."""
+    """What to run. ``agent``: ``oracle``, ``fair``, ``fair-retry``, ``random`` or ``litellm:<model>``
+    (``agent_kwargs`` go to litellm); ``user``: a user spec (the domain's default if None). Tasks: ``task_ids``
+    if given, else the split's first ``num_tasks`` (all if None), per env."""
 
     env_ids: list[str]
     agent: str = "oracle"
@@ -69,6 +80,9 @@ class EvalConfig(BaseModel):
     tools: list[str] | None = None
     #: Perturbations of every episode (:mod:`mua_gym.perturbations`), as a ``+``-joined spec; None: none.
     perturb: str | None = None
+    #: The NL-assertion judge (``litellm:<model>`` or ``openai:<model>@<base_url>``; None: none) and its keywords.
+    judge: str | None = None
+    judge_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("split")
     @classmethod
@@ -81,14 +95,16 @@ class EvalConfig(BaseModel):
 
         return make_kwargs(split=self.split, max_turns=self.max_turns, user=self.user, user_kwargs=self.user_kwargs,
                            world=self.world, world_params=self.world_params, policy=self.policy, tools=self.tools,
-                           perturb=self.perturb)
+                           perturb=self.perturb, judge=self.judge, judge_kwargs=self.judge_kwargs)
 
     def run_key(self) -> dict[str, Any]:
         """What must match for a folder's episodes to be this run's, as ``run.json`` records it: concurrency may
         change between sessions, and credentials are masked (a rotated key resumes; no key is written down)."""
         from mua_gym.redact import masked
 
-        return masked(self.model_dump(mode="json", exclude={"concurrency"}))
+        # a run without a judge keeps the key it had before judges could be named (its folder resumes)
+        unset = {"judge", "judge_kwargs"} if self.judge is None and not self.judge_kwargs else set()
+        return masked(self.model_dump(mode="json", exclude={"concurrency", *unset}))
 
 
 class EpisodeResult(BaseModel):
@@ -116,15 +132,40 @@ class EpisodeResult(BaseModel):
     components: dict[str, float | None] = Field(default_factory=dict)
     error_kind: str | None = None
     error: str | None = None
-    #: Tokens and cost, the agent's and the user's apart: ``agent_total_tokens``, ``user_cost``, ...
+    #: Tokens and cost, the agent's, the user's and the judge's apart: ``agent_total_tokens``, ``user_cost``,
+    #: ``judge_prompt_tokens``, ...
     usage: dict[str, float] = Field(default_factory=dict)
     wall_s: float = 0.0
     #: The trajectory without the system message and tool schemas (``run.json`` has them once per env).
     trajectory: dict[str, Any] = Field(default_factory=dict)
+    #: What the user simulator got wrong, per turn: ``{"kind": ..., "turn": ..., "evidence": ...}`` each.
+    user_faults: list[dict[str, Any]] = Field(default_factory=list)
+    #: Why the episode has nothing to learn from (``"user_error: <why>"``, ``"user_fault: <what>"``); None where it
+    #: has something.
+    void: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
         return self.env_id, self.task_id, self.trial
+
+
+class RoleUsage(BaseModel):
+    """One role's tokens and cost over a run, and its share of the run's totals (0.0 where the total is 0)."""
+
+    tokens: float = 0.0
+    cost: float = 0.0
+    token_share: float = 0.0
+    cost_share: float = 0.0
+
+
+class FaultRate(BaseModel):
+    """One kind of user fault over a run's episodes."""
+
+    faults: int
+    #: ``faults`` over the episodes.
+    per_episode: float
+    #: The share of episodes with at least one fault of the kind.
+    episode_share: float
 
 
 class EvalSummary(BaseModel):
@@ -153,6 +194,26 @@ class EvalSummary(BaseModel):
     parity_pass_hat_k: dict[int, float] = Field(default_factory=dict)
     #: The tasks whose strict and tau2-rule successes differ in some trial, as ``"<env id> <task id>"``.
     parity_differs: list[str] = Field(default_factory=list)
+    #: Of the tasks with two or more trials, the share whose trials disagree (None: no such task).
+    flip_tasks: float | None = None
+    #: Their mean pairwise disagreement (see :func:`flip_stats`; None: no task with two or more trials).
+    flip_rate: float | None = None
+    #: The least pass^1 difference between this run and a rerun of it that trial noise would not explain, at 95%
+    #: (see :func:`noise_floor`; None: no episodes). With one trial a task, an upper bound.
+    noise_floor: float | None = None
+    #: Tokens and cost per role (``agent``, ``user``, ``judge``), each with its share of the whole.
+    ledger: dict[str, RoleUsage] = Field(default_factory=dict)
+    #: Per user-fault kind: how many, per episode, and the share of episodes with one.
+    user_faults: dict[str, FaultRate] = Field(default_factory=dict)
+    #: The episodes with nothing to learn from (:func:`is_void`), and how many per reason (``user_error``,
+    #: ``user_fault``: what ``void`` says before its colon).
+    void_episodes: int = 0
+    void_reasons: dict[str, int] = Field(default_factory=dict)
+    #: pass^k with the void episodes left out: each task over its other trials, each k over the tasks with at
+    #: least k of them (a k no task reaches is left out). ``pass_hat_k`` counts them as failures.
+    pass_hat_k_void_excluded: dict[int, float] = Field(default_factory=dict)
+    #: pass^k with every void episode a failure, whatever it was paid.
+    pass_hat_k_void_failed: dict[int, float] = Field(default_factory=dict)
 
 
 def pass_hat_k(trials: int, successes: int, k: int) -> float:
@@ -164,6 +225,75 @@ def pass_hat_k(trials: int, successes: int, k: int) -> float:
 
 def is_success(reward: float) -> bool:
     return abs(reward - 1.0) <= 1e-6
+
+
+def is_void(result: EpisodeResult) -> bool:
+    """Whether the episode has nothing to learn from: it says so (``void``), or, in a folder written before
+    episodes said so, it ended on a user error."""
+    return result.void is not None or result.error_kind == "user"
+
+
+def flip_stats(outcomes: Iterable[Sequence[bool]]) -> tuple[float | None, float | None]:
+    """(share of tasks whose trials disagree, mean per-task flip rate) over the tasks with two or more trials,
+    each task given as its trials' successes; (None, None) where no task has two.
+
+    A task's flip rate is its pairwise disagreement: the chance that two of its trials, drawn without
+    replacement, differ, ``2 s (n - s) / (n (n - 1))`` for s successes in n trials. It is 0 for a task whose
+    trials agree, 1 for one success and one failure, and twice the unbiased estimate of the task's p(1 - p)."""
+    rates = [_disagreement(sum(v), len(v)) for v in outcomes if len(v) >= 2]
+    if not rates:
+        return None, None
+    return sum(rate > 0 for rate in rates) / len(rates), sum(rates) / len(rates)
+
+
+def _disagreement(successes: int, trials: int) -> float:
+    return 2 * successes * (trials - successes) / (trials * (trials - 1))
+
+
+def pass1_variance(outcomes: Sequence[Sequence[bool]]) -> float:
+    """The variance of pass^1 (the mean over tasks of each task's success rate) that trial noise alone gives,
+    estimated from the run itself: ``sum_i v_i / T**2`` over its T tasks, where ``v_i``, the variance of task i's
+    rate over its n trials, is ``p_i (1 - p_i) / n`` with p(1 - p) estimated without bias as
+    ``s (n - s) / (n (n - 1))``. A task of one trial shows no spread of its own: it takes the run's overall
+    success share p in ``p (1 - p)``, an upper bound on the mean p_i(1 - p_i) (tasks that differ in
+    difficulty spread less each). 0.0 for no tasks."""
+    if not outcomes:
+        return 0.0
+    played = [o for v in outcomes for o in v]
+    p = sum(played) / len(played) if played else 0.0
+    total = 0.0
+    for v in outcomes:
+        n = len(v)
+        if n:
+            total += (_disagreement(sum(v), n) / 2 if n >= 2 else p * (1 - p)) / n
+    return total / len(outcomes) ** 2
+
+
+def noise_floor(outcomes: Sequence[Sequence[bool]], z: float = Z95) -> float:
+    """The least pass^1 difference between this run and an independent rerun of it (same tasks, same trials)
+    that trial noise would not explain at 95% (``z`` the normal quantile): ``z * sqrt(2 * V)``, V the run's
+    :func:`pass1_variance` (the rerun has the same variance; they add). Each task given as its trials' successes.
+
+    This is the half-width of a normal-approximation interval on the difference of two such runs when nothing
+    but chance separates them: a difference below it is within noise. It shrinks as 1/sqrt(trials x tasks)
+    where tasks flip, and is 0.0 for a run whose every task's trials agree (no noise seen; one trial a task is
+    never that: see :func:`pass1_variance`)."""
+    return z * math.sqrt(2 * pass1_variance(outcomes))
+
+
+def usage_ledger(usage: dict[str, float]) -> dict[str, RoleUsage]:
+    """``{role: its tokens, cost and shares}`` for the agent, the user and the judge, from a result's or a
+    summary's ``usage`` (``<role>_total_tokens``, ``<role>_cost``); roles with neither left out."""
+    tokens, cost = tokens_and_cost(usage)
+    ledger = {}
+    for role in ROLES:
+        role_tokens = usage.get(f"{role}_total_tokens", 0.0)
+        role_cost = usage.get(f"{role}_cost", 0.0)
+        if role_tokens or role_cost:
+            ledger[role] = RoleUsage(tokens=role_tokens, cost=role_cost,
+                                     token_share=role_tokens / tokens if tokens else 0.0,
+                                     cost_share=role_cost / cost if cost else 0.0)
+    return ledger
 
 
 def episode_seed(seed: int, env_id: str, task_id: str, trial: int) -> int:
@@ -185,12 +315,24 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
     results = list(results)
     tasks = group_by_task(results)
     by_task = {key: [r.success for r in episodes] for key, episodes in tasks.items()}
+    void_failed = {key: [r.success and not is_void(r) for r in episodes] for key, episodes in tasks.items()}
+    void_excluded = {key: v for key, episodes in tasks.items() if (v := [r.success for r in episodes
+                                                                          if not is_void(r)])}
     category = {key: f"{key[0]} {episodes[0].category or 'uncategorised'}" for key, episodes in tasks.items()}
     trials = min((len(v) for v in by_task.values()), default=0)
 
     def table(groups: dict[tuple[str, str], list[bool]]) -> dict[int, float]:
         return {k: sum(pass_hat_k(len(v), sum(v), k) for v in groups.values()) / len(groups)
                 for k in range(1, trials + 1)} if groups else {}
+
+    def table_of_those_with_k(groups: dict[tuple[str, str], list[bool]]) -> dict[int, float]:
+        """Each k over the tasks with at least k trials (void episodes left out, a task can have fewer)."""
+        figures = {}
+        for k in range(1, trials + 1):
+            reach = [v for v in groups.values() if len(v) >= k]
+            if reach:
+                figures[k] = sum(pass_hat_k(len(v), sum(v), k) for v in reach) / len(reach)
+        return figures
 
     envs = sorted({r.env_id for r in results})
     components: dict[str, list[float]] = defaultdict(list)
@@ -202,6 +344,17 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
         for name, value in r.usage.items():
             usage[name] += value
     n = len(results) or 1
+    faults: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # kind: [faults, episodes with one]
+    for r in results:
+        kinds = [str(f.get("kind", "unknown")) for f in r.user_faults]
+        for kind in set(kinds):
+            faults[kind][0] += kinds.count(kind)
+            faults[kind][1] += 1
+    void_reasons: dict[str, int] = defaultdict(int)
+    for r in results:
+        if is_void(r):
+            void_reasons[(r.void or "user_error").split(":", 1)[0]] += 1  # "user_fault: <what>": its kind
+    flip_tasks, flip_rate = flip_stats(by_task.values())
     errors = [f"{r.env_id} {r.task_id} trial {r.trial}: {r.error_kind} error: {r.error}" for r in results if r.error]
     by_parity = {key: [is_success(r.parity_reward or 0.0) for r in episodes] for key, episodes in tasks.items()}
     return EvalSummary(
@@ -216,7 +369,39 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
         user_errors=sum(r.error_kind == "user" for r in results), errors=errors, usage=dict(usage), wall_s=wall_s,
         episode_s=sum(r.wall_s for r in results), parity_pass_hat_k=table(by_parity),
         parity_differs=[f"{e} {t}" for (e, t), v in by_parity.items() if v != by_task[(e, t)]],
+        flip_tasks=flip_tasks, flip_rate=flip_rate,
+        noise_floor=noise_floor(list(by_task.values())) if results else None,
+        ledger=usage_ledger(usage),
+        user_faults={kind: FaultRate(faults=count, per_episode=count / n, episode_share=episodes / n)
+                     for kind, (count, episodes) in sorted(faults.items())},
+        void_episodes=sum(void_reasons.values()), void_reasons=dict(sorted(void_reasons.items())),
+        pass_hat_k_void_excluded=table_of_those_with_k(void_excluded), pass_hat_k_void_failed=table(void_failed),
     )
+
+
+def summary_notes(summary: EvalSummary) -> list[str]:
+    """The summary's error bars, tokens and cost per role, user faults and void episodes as the terminal prints
+    them: one line each, and only the lines that say something (no ledger line where no model ran, say)."""
+    lines = []
+    if summary.noise_floor is not None:
+        flips = ("one trial a task, so no flip seen: the floor is an upper bound" if summary.flip_rate is None else
+                 f"{summary.flip_tasks:.0%} of tasks flip across trials, mean flip rate {summary.flip_rate:.3f}")
+        lines.append(f"noise: {flips}; pass^1 differences under {summary.noise_floor:.3f} are within noise (95%)")
+    if summary.ledger:
+        roles = ", ".join(f"{role} {used.tokens:,.0f} tokens ${used.cost:.4f}" for role, used in summary.ledger.items())
+        judge = summary.ledger.get("judge")
+        share = f"; the judge {judge.token_share:.0%} of tokens, {judge.cost_share:.0%} of cost" if judge else ""
+        lines.append(f"by role: {roles}{share}")
+    if summary.user_faults:
+        lines.append("user faults: " + ", ".join(f"{kind} {rate.per_episode:.2f}/episode ({rate.episode_share:.0%} "
+                                                 "of episodes)" for kind, rate in summary.user_faults.items()))
+    if summary.void_episodes:
+        reasons = ", ".join(f"{reason} {count}" for reason, count in summary.void_reasons.items())
+        excluded = ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k_void_excluded.items()) or "no task"
+        failed = ", ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k_void_failed.items())
+        lines.append(f"{summary.void_episodes} void episodes ({reasons}): left out, {excluded}; counted as failures, "
+                     f"{failed}")
+    return lines
 
 
 class EnvRecord(BaseModel):
@@ -375,6 +560,8 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
     reward = float(trajectory.task_reward or 0.0)  # success is the binary task reward, whatever shaped the steps'
     record = trajectory.model_dump(mode="json", exclude={"tools"})
     record["entries"] = record["entries"][1:]  # the system policy: in run.json, once
+    # a trajectory that says nothing of faults (an env before the fault checker): a user error is still void
+    void = record.get("void") or (f"user_error: {error}" if error_kind == "user" else None)
     return EpisodeResult(
         env_id=env_id, task_id=task.id, category=task.category, trial=trial, seed=seed, reward=reward,
         success=is_success(reward), shaped_reward=float(trajectory.reward or 0.0),
@@ -384,17 +571,21 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
         tool_errors=trajectory.tool_errors, components=dict((trajectory.reward_info or {}).get("components") or {}),
         error_kind=error_kind, error=error, usage=_usage(agent, trajectory),
         wall_s=time.perf_counter() - started, trajectory=record,
+        user_faults=list(record.get("user_faults") or []), void=void,
     )
 
 
 def _usage(agent: Any, trajectory: Any) -> dict[str, float]:
+    """The episode's ``agent_*``, ``user_*`` and ``judge_*`` counters (the judge's from ``reward_info``)."""
     usage = {f"agent_{k}": float(v) for k, v in (getattr(agent, "usage", None) or {}).items()}
     usage.update({f"user_{k}": float(v) for k, v in trajectory.usage.items() if isinstance(v, (int, float))})
+    judged = (trajectory.reward_info or {}).get("judge_usage") or {}
+    usage.update({f"judge_{k}": float(v) for k, v in judged.items() if isinstance(v, (int, float))})
     return usage
 
 
 def tokens_and_cost(usage: dict[str, float]) -> tuple[float, float]:
-    """(total tokens, total cost in USD) of a result's or a summary's ``usage``, agent and user together."""
+    """(total tokens, total cost in USD) of a result's or a summary's ``usage``, agent, user and judge together."""
     return (sum(v for k, v in usage.items() if k.endswith("total_tokens")),
             sum(v for k, v in usage.items() if k.endswith("cost")))
 

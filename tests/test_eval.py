@@ -14,7 +14,8 @@ from collections import Counter
 import pytest
 
 from mua_gym.evaluation import (
-    EpisodeResult, EvalConfig, evaluate, pass_hat_k, read_results, read_run, summarise, tokens_and_cost,
+    Z95, EpisodeResult, EvalConfig, evaluate, flip_stats, noise_floor, pass_hat_k, read_results, read_run, summarise,
+    summary_notes, tokens_and_cost,
 )
 
 MOCK = "mua/Mock-v0"
@@ -163,7 +164,8 @@ def test_tokens_and_cost_are_counted_per_side_and_the_run_reads_back_whole(tmp_p
     run = read_run(tmp_path)
     assert run.config == config and run.summary().usage == summary.usage
     trajectory = run.trajectory(run.results[0])
-    assert trajectory.entries[0].message.role == "system" and trajectory.entries[0].message.content == run.envs[MOCK].policy
+    system = trajectory.entries[0].message
+    assert system.role == "system" and system.content == run.envs[MOCK].policy
     assert trajectory.tools == run.envs[MOCK].tools and trajectory.to_chat().messages[0]["role"] == "system"
     with pytest.raises(FileNotFoundError, match="no evaluation run"):
         read_run(tmp_path / "nothing")
@@ -181,6 +183,9 @@ def test_the_progress_bar_and_summary_show_tokens_and_cost(tmp_path):
     assert f"tokens {tokens:.0f}, ${cost:.4f}" in result.stderr  # the bar's last refresh: the whole run
     assert "4/4" in result.stderr and "pass 0.00, errors 0" in result.stderr
     assert f"{tokens:.0f} tokens, ${cost:.4f}" in result.stdout
+    summary = read_run(tmp_path / "run").summary()
+    assert "\n  by role: agent " in result.stdout and ", user " in result.stdout and "judge" not in result.stdout
+    assert f"pass^1 differences under {summary.noise_floor:.3f} are within noise (95%)" in result.stdout
 
 
 def test_report_compare_and_export_commands_read_eval_folders(tmp_path, capsys):
@@ -371,3 +376,135 @@ def test_an_agent_that_asks_is_told_when_its_user_is_the_scripted_one(capsys):
     assert note("--env", "mua/Retail-v0", "--env", "mua/Telecom-v0", "--agent", "fair") == []  # the default user
     assert note("--env", "mua/Retail-v0", "--agent", "oracle", "--user", "scripted") == []  # the oracle: replays
     assert note("--env", "mua/Retail-v0", "--agent", "oracle") == []  # the oracle never asks
+
+
+# -- error bars, the cost ledger, user faults -----------------------------------------------------------------------
+
+def outcome(task: str, trial: int, success: bool, **fields) -> EpisodeResult:
+    return EpisodeResult(env_id=MOCK, task_id=task, trial=trial, seed=0, reward=float(success), success=success,
+                         terminated=True, truncated=False, termination_reason="user_stop", turns=1, tool_calls=0,
+                         tool_errors=0, **fields)
+
+
+def test_the_noise_floor_is_zero_where_trials_agree_and_computed_where_they_flip():
+    steady = summarise([outcome(t, k, t == "a") for t in "ab" for k in range(4)])
+    assert (steady.flip_tasks, steady.flip_rate, steady.noise_floor) == (0.0, 0.0, 0.0)
+    # a: 4 of 4; b: 2 of 4, whose trials disagree in 2*2*2 / (4*3) = 2/3 of the pairs
+    mixed = summarise([outcome("a", k, True) for k in range(4)] + [outcome("b", k, k < 2) for k in range(4)])
+    assert mixed.flip_tasks == 0.5 and mixed.flip_rate == pytest.approx(1 / 3)
+    # V = (0 + (2/3) / 2 / 4) / 2**2; floor = 1.96 sqrt(2 V) = 1.96 sqrt(1/6) / 2
+    assert mixed.noise_floor == pytest.approx(Z95 * (1 / 6) ** 0.5 / 2) and round(mixed.noise_floor, 3) == 0.4
+    assert flip_stats([[True, False]]) == (1.0, 1.0) and flip_stats([[True]]) == (None, None)
+    # one trial a task: no flip can be seen; the floor takes the overall rate's p(1 - p) for every task
+    single = summarise([outcome(f"t{i}", 0, i < 3) for i in range(10)])
+    assert single.flip_rate is None and single.flip_tasks is None
+    assert single.noise_floor == pytest.approx(Z95 * (2 * 0.3 * 0.7 / 10) ** 0.5)
+    assert summarise([]).noise_floor is None
+    notes = summary_notes(mixed)
+    assert notes == ["noise: 50% of tasks flip across trials, mean flip rate 0.333; pass^1 differences under 0.400 "
+                     "are within noise (95%)"]
+
+
+def test_the_noise_floor_holds_a_reruns_difference_about_95_percent_of_the_time():
+    """Many reruns of the same agent (fixed per-task pass rates): |pass^1 A - pass^1 B| tops A's floor ~5% of the
+    time (a seeded simulation; the normal approximation and the floor's own estimate make it ~5%, not exactly)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    tasks, trials, pairs = 60, 4, 1500
+    p = rng.uniform(0, 1, tasks)
+    above = 0
+    for _ in range(pairs):
+        a = rng.random((tasks, trials)) < p[:, None]
+        b = rng.random((tasks, trials)) < p[:, None]
+        above += abs(a.mean() - b.mean()) > noise_floor(a.tolist())
+    assert 0.02 < above / pairs < 0.09, above / pairs
+
+
+def test_void_episodes_count_as_failures_or_are_left_out_and_faults_are_rated_per_kind():
+    leak = {"kind": "goal_leak", "turn": 1, "evidence": "told the agent the answer"}
+    results = [outcome("a", 0, True), outcome("a", 1, False, void="user_fault: goal_leak", user_faults=[leak]),
+               outcome("a", 2, True, user_faults=[leak, {"kind": "off_script", "turn": 3, "evidence": "x"}]),
+               outcome("b", 0, False, error_kind="user", error="down"),  # a line from before void was written
+               outcome("b", 1, False, void="user_error: down", error_kind="user", error="down"),
+               outcome("c", 0, False), outcome("c", 1, True), outcome("c", 2, True)]
+    s = summarise(results)
+    assert s.pass_hat_k[1] == pytest.approx((2 / 3 + 0 + 2 / 3) / 3)  # void counted as failures, as before
+    assert s.pass_hat_k_void_failed == s.pass_hat_k
+    # left out: a is 2 of 2, b has no trial left (dropped), c 2 of 3 (k up to the run's trials, b's 2)
+    assert s.pass_hat_k_void_excluded == {1: pytest.approx((1 + 2 / 3) / 2), 2: pytest.approx((1 + 1 / 3) / 2)}
+    assert summarise(results[:3]).pass_hat_k_void_excluded == {1: 1.0, 2: 1.0}  # k = 3: no task has 3 left
+    assert s.void_episodes == 3 and s.void_reasons == {"user_error": 2, "user_fault": 1}
+    assert s.user_faults["goal_leak"].model_dump() == {"faults": 2, "per_episode": 0.25, "episode_share": 0.25}
+    assert s.user_faults["off_script"].model_dump() == {"faults": 1, "per_episode": 0.125, "episode_share": 0.125}
+    notes = summary_notes(s)
+    assert "user faults: goal_leak 0.25/episode (25% of episodes), off_script 0.12/episode (12% of episodes)" in notes
+    assert any(n.startswith("3 void episodes (user_error 2, user_fault 1): left out, pass^1 0.833") for n in notes)
+    # a void episode the env paid (a fault after the goal was met) is a failure in the counted figure
+    paid = summarise([outcome("a", 0, True, void="user_fault: off_script"), outcome("a", 1, True)])
+    assert paid.pass_hat_k[1] == 1.0 and paid.pass_hat_k_void_failed[1] == 0.5
+    assert paid.pass_hat_k_void_excluded == {1: 1.0}
+
+
+def test_the_judges_tokens_and_cost_reach_the_episode_as_judge_counters(tmp_path):
+    """The offline scripted judge (tests/scripted_llm.py, priced per token) through the env's judging into an
+    eval episode's usage, its summary's ledger, and the CLI's notes."""
+    import asyncio
+
+    import mua_gym
+    from mua_gym import EvaluationSpec, Task
+    from mua_gym.agents import make_agent
+    from mua_gym.evaluation import _play
+    from scripted_llm import price, script
+
+    judge = script("eval-judge", ['{"verdicts": [{"statement": 1, "true": true, "reason": "it greets"}]}'])
+    one_call = price("eval-judge")
+    agent = script("eval-agent", ["Hello! We sell coffee gear."])
+    task = Task(id="nl", domain="mock", script=["Hi, what do you sell?"],
+                evaluation=EvaluationSpec(reward_basis=["DB", "NL_ASSERTION"], nl_assertions=["It greets."]))
+    config = EvalConfig(env_ids=[MOCK], user="scripted", judge=f"litellm:{judge}")
+    assert config.env_kwargs()["judge"] == f"litellm:{judge}"
+    assert "judge" not in EvalConfig(env_ids=[MOCK]).run_key()  # a folder from before judges resumes
+
+    async def play() -> EpisodeResult:
+        env = mua_gym.make_async(MOCK, **config.env_kwargs(), tasks=[task])
+        try:
+            return await _play(env, config, MOCK, task, 0, lambda task, seed: make_agent(f"litellm:{agent}"))
+        finally:
+            await env.aclose()
+
+    result = asyncio.run(play())
+    assert result.success and result.components["NL_ASSERTION"] == 1.0
+    assert result.usage["judge_total_tokens"] == 15 and result.usage["judge_prompt_tokens"] == 10
+    assert result.usage["judge_cost"] == pytest.approx(one_call)
+    assert result.usage["agent_total_tokens"] == 15 and "user_total_tokens" not in result.usage  # scripted user
+    assert result.trajectory["reward_info"]["judge_usage"]["total_tokens"] == 15
+    summary = summarise([result])
+    assert summary.ledger["judge"].tokens == 15 and summary.ledger["judge"].token_share == 0.5
+    assert summary.ledger["judge"].cost_share == pytest.approx(one_call / tokens_and_cost(summary.usage)[1])
+    assert any(n.startswith("by role: agent 15 tokens") and "; the judge 50% of tokens" in n
+               for n in summary_notes(summary))
+    # the line reads back; an unjudged episode's reward_info carries no judge_usage at all
+    line = EpisodeResult.model_validate_json(result.model_dump_json())
+    assert line.usage == result.usage and line == result
+    oracle = evaluate(EvalConfig(env_ids=[MOCK], num_tasks=1), out=tmp_path)
+    assert "judge_usage" not in read_results(tmp_path)[0].trajectory["reward_info"] and not oracle.ledger
+
+
+def test_a_folder_written_before_faults_and_error_bars_reads_back(tmp_path):
+    evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", trials=2, num_tasks=2), out=tmp_path)
+    path = tmp_path / "episodes.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for x in lines:
+        for key in ("user_faults", "void"):
+            x.pop(key, None)
+        x["trajectory"].pop("user_faults", None)
+        x["trajectory"].pop("void", None)
+    lines[0].update(error_kind="user", error="down", reward=0.0, success=False)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    run = read_run(tmp_path)
+    assert all(r.user_faults == [] and r.void is None for r in run.results)
+    summary = run.summary()
+    assert summary.void_episodes == 1 and summary.void_reasons == {"user_error": 1}
+    assert summary.pass_hat_k[1] == 0.75 and summary.pass_hat_k_void_excluded[1] == 1.0
+    assert summary.flip_tasks == 0.5 and summary.noise_floor > 0
