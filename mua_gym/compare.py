@@ -15,6 +15,11 @@ its own ``numpy.random.default_rng(seed)``, so the same seed gives the same inte
 
 The other figures of each side (mean reward, turns, tool calls, errors, tokens, cost) are over the
 episodes of the common tasks too, so that both sides are measured on the same tasks.
+
+Each group also has a noise floor: ``z * sqrt(V_A + V_B)``, V each side's :func:`~mua_gym.evaluation.pass1_variance`
+over the group's tasks (the spread of each task's trials), z = 1.96: the least B - A that trial noise alone would
+not explain at 95%. A difference under it is ``within_noise`` (the bootstrap interval speaks to the choice of
+tasks; the floor to the trials' coin flips: a pass^1 gap under it is what rerunning either side could give).
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
-from mua_gym.evaluation import EpisodeResult, group_by_task, read_run, tokens_and_cost
+from mua_gym.evaluation import (
+    ROLES, Z95, EpisodeResult, RoleUsage, group_by_task, is_void, pass1_variance, read_run, tokens_and_cost,
+    usage_ledger,
+)
 
 __all__ = ["GroupComparison", "RunComparison", "SideFigures", "TaskDifference", "bootstrap_means",
            "compare_results", "compare_runs", "format_comparison"]
@@ -46,9 +54,16 @@ class SideFigures(BaseModel):
     tool_errors: int
     agent_errors: int
     user_errors: int
-    #: Agent and user tokens, and their cost in USD, summed over the episodes.
+    #: Agent, user and judge tokens, and their cost in USD, summed over the episodes.
     tokens: float
     cost: float
+    #: The same per role (``agent``, ``user``, ``judge``), with each role's share.
+    ledger: dict[str, RoleUsage] = Field(default_factory=dict)
+    #: User faults recorded over the episodes, and the void episodes (:func:`~mua_gym.evaluation.is_void`).
+    user_faults: int = 0
+    void: int = 0
+    #: pass^1 with the void episodes left out (tasks whose every trial is void left out); None: every one void.
+    pass_1_void_excluded: float | None = None
 
 
 class GroupComparison(BaseModel):
@@ -62,12 +77,20 @@ class GroupComparison(BaseModel):
     diff: float
     low: float
     high: float
+    #: The least ``|diff|`` that trial noise would not explain at 95% (see the module's docstring).
+    noise_floor: float = 0.0
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def significant(self) -> bool:
         """Whether the interval leaves out 0."""
         return self.low > 0 or self.high < 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def within_noise(self) -> bool:
+        """Whether ``|diff|`` is under the noise floor (a difference of exactly 0 always is)."""
+        return self.diff == 0 or abs(self.diff) < self.noise_floor
 
 
 class TaskDifference(BaseModel):
@@ -121,6 +144,8 @@ def _interval(diffs: np.ndarray, resamples: int, seed: int, confidence: float) -
 
 def _figures(results: list[EpisodeResult], rates: Sequence[float]) -> SideFigures:
     n = len(results) or 1
+    kept = [[r.success for r in task if not is_void(r)] for task in group_by_task(results).values()]
+    kept = [v for v in kept if v]
     usage: dict[str, float] = defaultdict(float)
     for r in results:
         for name, value in r.usage.items():
@@ -131,7 +156,10 @@ def _figures(results: list[EpisodeResult], rates: Sequence[float]) -> SideFigure
         mean_reward=sum(r.reward for r in results) / n, mean_turns=sum(r.turns for r in results) / n,
         mean_tool_calls=sum(r.tool_calls for r in results) / n, tool_errors=sum(r.tool_errors for r in results),
         agent_errors=sum(r.error_kind == "agent" for r in results),
-        user_errors=sum(r.error_kind == "user" for r in results), tokens=tokens, cost=cost)
+        user_errors=sum(r.error_kind == "user" for r in results), tokens=tokens, cost=cost,
+        ledger=usage_ledger(usage), user_faults=sum(len(r.user_faults) for r in results),
+        void=sum(is_void(r) for r in results),
+        pass_1_void_excluded=sum(sum(v) / len(v) for v in kept) / len(kept) if kept else None)
 
 
 def compare_results(results_a: list[EpisodeResult], results_b: list[EpisodeResult], *, a: str = "A", b: str = "B",
@@ -154,8 +182,9 @@ def compare_results(results_a: list[EpisodeResult], results_b: list[EpisodeResul
         low, high = _interval(np.subtract(rb, ra), resamples, seed, confidence)
         side_a = _figures([r for k in keys for r in tasks_a[k]], ra)
         side_b = _figures([r for k in keys for r in tasks_b[k]], rb)
+        variance = sum(pass1_variance([[r.success for r in tasks[k]] for k in keys]) for tasks in (tasks_a, tasks_b))
         return GroupComparison(name=name, tasks=len(keys), a=side_a, b=side_b, diff=side_b.pass_1 - side_a.pass_1,
-                               low=low, high=high)
+                               low=low, high=high, noise_floor=Z95 * variance ** 0.5)
 
     envs = sorted({env for env, _ in common})
     differences = [TaskDifference(env_id=k[0], task_id=k[1], a_rate=rate_a[k], b_rate=rate_b[k],
@@ -200,6 +229,29 @@ def _signed(x: float) -> str:
     return f"{x:+.3f}"
 
 
+def _verdict(g: GroupComparison) -> str:
+    """The marks after a group's figures: ``*`` where the interval leaves out 0, ``within noise`` where it is."""
+    return " ".join(mark for mark, on in (("*", g.significant), ("within noise", g.within_noise)) if on)
+
+
+def _ledger(groups: list[GroupComparison]) -> list[str]:
+    """The tokens and cost table per role and side, with the judge's share of each; nothing where no model ran."""
+    sides = [(f"{g.name} {name}", f) for g in groups for name, f in (("A", g.a), ("B", g.b))]
+    if not any(f.ledger for _, f in sides):
+        return []
+    header = ["", *(f"{role} {what}" for role in ROLES for what in ("tokens", "$")), "judge share"]
+    rows = []
+    for label, f in sides:
+        cells = [label]
+        for role in ROLES:
+            used = f.ledger.get(role, RoleUsage())
+            cells += [f"{used.tokens:.0f}", f"{used.cost:.4f}"]
+        judge = f.ledger.get("judge", RoleUsage())
+        cells.append(f"{judge.token_share:.0%} tokens, {judge.cost_share:.0%} cost")
+        rows.append(cells)
+    return ["", "Tokens and cost by role:", *_table(header, rows)]
+
+
 def format_comparison(c: RunComparison, max_tasks: int = 10) -> str:
     """The comparison as the terminal prints it: the runs, pass^1 per env and overall with B - A and its
     interval, each side's other figures, and the ``max_tasks`` tasks that differ most (those that differ)."""
@@ -211,21 +263,24 @@ def format_comparison(c: RunComparison, max_tasks: int = 10) -> str:
     if c.settings:
         out.append("Settings that differ: " + "; ".join(f"{k} {a!r} / {b!r}" for k, (a, b) in c.settings.items()))
     out.append("")
-    marks = {True: "*", False: ""}
-    out += _table(["", "tasks", "pass^1 A", "pass^1 B", "B - A", f"{level} interval", ""],
+    out += _table(["", "tasks", "pass^1 A", "pass^1 B", "B - A", f"{level} interval", "noise floor", ""],
                   [[g.name, str(g.tasks), f"{g.a.pass_1:.3f}", f"{g.b.pass_1:.3f}", _signed(g.diff),
-                    f"[{_signed(g.low)}, {_signed(g.high)}]", marks[g.significant]] for g in groups])
+                    f"[{_signed(g.low)}, {_signed(g.high)}]", f"{g.noise_floor:.3f}", _verdict(g)] for g in groups])
     star = "* the interval leaves out 0; " if any(g.significant for g in [c.overall, *c.by_env.values()]) else ""
-    out.append(f"({star}paired bootstrap over tasks, {c.resamples} resamples, seed {c.seed})")
+    out.append(f"({star}paired bootstrap over tasks, {c.resamples} resamples, seed {c.seed};")
+    out.append(" within noise: |B - A| under the noise floor, the least difference the trials' own spread would not "
+               "explain at 95%)")
     out.append("")
     rows = []
     for g in groups:
         for side, f in (("A", g.a), ("B", g.b)):
             rows.append([f"{g.name} {side}", str(f.episodes), f"{f.mean_reward:.3f}", f"{f.mean_turns:.1f}",
                          f"{f.mean_tool_calls:.1f}", str(f.tool_errors), f"{f.agent_errors}/{f.user_errors}",
-                         f"{f.tokens:.0f}", f"{f.cost:.4f}"])
+                         f"{f.tokens:.0f}", f"{f.cost:.4f}", str(f.user_faults), str(f.void),
+                         "-" if f.pass_1_void_excluded is None else f"{f.pass_1_void_excluded:.3f}"])
     out += _table(["", "episodes", "reward", "turns", "tool calls", "tool errors", "agent/user errors", "tokens",
-                   "cost $"], rows)
+                   "cost $", "user faults", "void", "pass^1 w/o void"], rows)
+    out += _ledger(groups)
     differing = [t for t in c.tasks if t.diff != 0]
     if differing:
         out += ["", f"Tasks that differ most ({len(differing)} of {len(c.tasks)} differ; passed/trials):"]

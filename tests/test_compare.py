@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mua_gym.compare import RunComparison, bootstrap_means, compare_results, compare_runs, format_comparison
-from mua_gym.evaluation import EpisodeResult, EvalConfig, evaluate
+from mua_gym.evaluation import Z95, EpisodeResult, EvalConfig, evaluate, pass1_variance
 
 RETAIL, MOCK = "mua/Retail-v0", "mua/Mock-v0"
 
@@ -144,12 +144,16 @@ def test_the_terminal_table_lines_up_and_shows_every_figure():
     lines = format_comparison(c).splitlines()
     assert lines[:3] == ["A: runs/base", "B: runs/new", "3 tasks in common; only A played 0, only B played 0"]
     table = lines[4:8]
-    assert table[0].split() == ["tasks", "pass^1", "A", "pass^1", "B", "B", "-", "A", "95%", "interval"]
+    assert table[0].split() == ["tasks", "pass^1", "A", "pass^1", "B", "B", "-", "A", "95%", "interval", "noise",
+                                "floor"]
     assert table[1].split()[:5] == [MOCK, "1", "1.000", "1.000", "+0.000"]
     assert table[3].split()[:5] == ["overall", "3", "0.667", "0.667", "+0.000"]
     assert table[0].index("pass^1 A") + 8 == table[1].index("1.000") + 5  # a figure ends under its header
     figures = next(line for line in lines if line.startswith("overall A ")).split()
-    assert figures[2:] == ["3", "0.667", "2.0", "1.0", "0", "1/0", "100", "0.5000"]
+    assert figures[2:] == ["3", "0.667", "2.0", "1.0", "0", "1/0", "100", "0.5000", "0", "0", "0.667"]
+    assert "Tokens and cost by role:" in lines
+    ledger = next(line for line in lines if line.startswith("overall B ") and "cost" in line).split()
+    assert ledger[2:10] == ["40", "0.0000", "10", "0.2500", "0", "0.0000", "0%", "tokens,"]
     assert "Tasks that differ most (2 of 3 differ; passed/trials):" in lines
     assert any(line.split() == [RETAIL, "t1", "1/1", "0/1", "-1.000"] for line in lines)
 
@@ -163,3 +167,42 @@ def test_bootstrap_means_are_vectorised_resample_means():
     assert not np.array_equal(means, bootstrap_means(values, 1000, np.random.default_rng(1)))  # the seed counts
     with pytest.raises(ValueError, match="confidence"):
         compare_results([result("t", 0, True)], [result("t", 0, True)], confidence=1.0)
+
+
+def test_a_difference_under_the_noise_floor_is_within_noise_and_one_well_above_is_not():
+    # 20 tasks x 4 trials: each task 2 of 4 on A (flips as much as a task can); B one success more on 2 tasks
+    results_a = [result(f"t{t}", k, k < 2) for t in range(20) for k in range(4)]
+    close = [result(f"t{t}", k, k < (3 if t < 2 else 2)) for t in range(20) for k in range(4)]
+    c = compare_results(results_a, close, resamples=500)
+    per_task = 2 * 2 / (4 * 4 * 3)  # s (n - s) / (n^2 (n - 1)): the variance of one task's rate
+    b_var = (2 * 3 * 1 / (4 * 4 * 3) + 18 * per_task) / 20 ** 2
+    assert pass1_variance([[k < 2 for k in range(4)]] * 20) == pytest.approx(20 * per_task / 20 ** 2)
+    assert c.overall.noise_floor == pytest.approx(Z95 * (20 * per_task / 20 ** 2 + b_var) ** 0.5)
+    assert c.overall.diff == pytest.approx(0.025) and c.overall.within_noise  # 0.025 < ~0.22
+    assert "within noise" in next(line for line in format_comparison(c).splitlines() if line.startswith("overall"))
+    # B passes every trial of every task: +0.5, far above the floor (B's own trials agree: only A's spread counts)
+    far = compare_results(results_a, [result(f"t{t}", k, True) for t in range(20) for k in range(4)], resamples=500)
+    assert far.overall.diff == 0.5 and far.overall.noise_floor < 0.2 and not far.overall.within_noise
+    row = next(line for line in format_comparison(far).splitlines() if line.startswith("overall"))
+    assert "within noise" not in row and row.endswith("*")
+    # runs whose every task's trials agree show no noise: any difference counts, none is within it
+    steady = compare_results([result("t", k, False) for k in range(3)], [result("t", k, True) for k in range(3)])
+    assert steady.overall.noise_floor == 0.0 and not steady.overall.within_noise
+
+
+def test_compare_counts_faults_void_episodes_and_the_judges_share():
+    base = [result("t1", 0, True, usage={"agent_total_tokens": 90, "judge_total_tokens": 10, "judge_cost": 0.1,
+                                         "agent_cost": 0.3}),
+            result("t1", 1, False, error_kind="user", error="down"),  # an old line: no void field
+            result("t2", 0, False, void="user_fault: leaked the goal",
+                   user_faults=[{"kind": "goal_leak", "turn": 1, "evidence": "..."}]),
+            result("t2", 1, False, user_faults=[{"kind": "off_script", "turn": 2, "evidence": "..."}] * 2)]
+    c = compare_results(base, base, resamples=100)
+    a = c.overall.a
+    assert (a.user_faults, a.void, a.pass_1) == (3, 2, 0.25)
+    assert a.pass_1_void_excluded == 0.5  # t1: 1/1 once its user error is left out; t2: 0/1
+    assert a.ledger["judge"].tokens == 10 and a.ledger["judge"].token_share == 0.1
+    assert a.ledger["judge"].cost_share == pytest.approx(0.25) and "user" not in a.ledger
+    text = format_comparison(c)
+    assert "10% tokens, 25% cost" in text
+    assert next(line for line in text.splitlines() if line.startswith("overall A ")).split()[-3:] == ["3", "2", "0.500"]
