@@ -6,7 +6,8 @@ CDN, fonts, scripts or images from anywhere; the plots are inline SVG drawn by m
 extra), the transcripts are :func:`~mua_gym.html_view.trajectory_html` fragments. The page shows the run's
 config and versions, pass^k (overall, per env, per category) with a plot against k, per-category pass rates,
 a task-by-trial pass matrix whose cells open their episode's transcript, histograms of turns and tool calls,
-the reward components, the agent and user errors, tokens and cost, and each env's policy once. A page gets
+the reward components, the agent and user errors, the user's faults and the void episodes, tokens and cost per
+role (agent, user, judge), the noise floor of pass^1, and each env's policy once. A page gets
 shared: the config's credential-named values are masked and error texts redacted (:mod:`mua_gym.redact`).
 
 Transcripts are shown one at a time by the CSS ``:target`` rule (a link to ``#ep-N`` shows episode N): no
@@ -24,7 +25,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mua_gym.evaluation import EpisodeResult, EvalRun, EvalSummary, group_by_task, read_run, tokens_and_cost, write_atomic
+from mua_gym.evaluation import (
+    ROLES, EpisodeResult, EvalRun, EvalSummary, group_by_task, read_run, tokens_and_cost, write_atomic,
+)
 from mua_gym.html_view import STYLE, escape_html as _e, trajectory_html
 from mua_gym.extras import require_extra
 from mua_gym.redact import masked
@@ -82,12 +85,12 @@ def report_html(run: EvalRun) -> str:
     sections = [
         _overview(run, results, summary), _pass_table(summary), _categories(summary),
         _matrix(run, results, anchors), _episodes(run, results, anchors), _distributions(results),
-        _rewards(results, summary), _errors(run, results, anchors), _usage(results, summary),
-        _policies(run), _config(run),
+        _rewards(results, summary), _errors(run, results, anchors), _faults(run, results, summary, anchors),
+        _usage(results, summary), _policies(run), _config(run),
     ]
     links = [("overview", "Overview"), ("passk", "pass^k"), ("categories", "Categories"), ("matrix", "Tasks x trials"),
              ("distributions", "Turns & tool calls"), ("rewards", "Rewards"), ("errors", "Errors"),
-             ("usage", "Tokens & cost"), ("policies", "Policies"), ("config", "Config")]
+             ("faults", "User faults"), ("usage", "Tokens & cost"), ("policies", "Policies"), ("config", "Config")]
     nav = "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in links)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width,initial-scale=1">'
@@ -126,14 +129,30 @@ def _overview(run: EvalRun, results: list[EpisodeResult], summary: EvalSummary) 
              ("mean reward", f"{summary.mean_reward:.3f}"), ("episodes", str(summary.episodes)),
              ("tasks", f"{summary.tasks}"), ("trials", str(run.config.trials)),
              ("agent / user errors", f"{summary.agent_errors} / {summary.user_errors}"),
-             ("tokens", f"{tokens:,.0f}"), ("cost (USD)", f"{cost:.4f}"), ("episode time (s)", f"{summary.episode_s:.1f}")]
+             ("noise floor (pass^1)", "—" if summary.noise_floor is None else f"±{summary.noise_floor:.3f}"),
+             ("tasks that flip", "—" if summary.flip_tasks is None else f"{summary.flip_tasks:.0%}"),
+             ("void episodes", str(summary.void_episodes)),
+             ("tokens", f"{tokens:,.0f}"), ("cost (USD)", f"{cost:.4f}"),
+             ("episode time (s)", f"{summary.episode_s:.1f}")]
     body = "".join(f'<div class="mua-card"><b>{_e(v)}</b><span>{_e(k)}</span></div>' for k, v in cards)
     text = (f"<p>{summary.episodes} episodes over {summary.tasks} tasks{_e(planned)} &times; "
             f"{run.config.trials} trials; agent <code>{_e(run.config.agent)}</code>, user "
             f"<code>{_e(users)}</code>, split <code>{_e(run.config.split)}</code>. "
             f"Success is a reward of 1; pass^k is the chance that "
-            f"k trials of a task drawn at random all succeed, averaged over tasks.</p>")
+            f"k trials of a task drawn at random all succeed, averaged over tasks.{_noise_text(summary)}</p>")
     return _section("overview", "Overview", status + text + f'<div class="mua-cards">{body}</div>')
+
+
+def _noise_text(summary: EvalSummary) -> str:
+    """The overview's sentence on the noise floor (empty before any episode)."""
+    if summary.noise_floor is None:
+        return ""
+    seen = ("With one trial a task no flip can be seen: the floor is an upper bound from the overall pass rate."
+            if summary.flip_rate is None else
+            f"{summary.flip_tasks:.0%} of tasks flip (their trials disagree); the mean flip rate (the chance two "
+            f"trials of a task differ) is {summary.flip_rate:.3f}.")
+    return (f" The noise floor: a rerun of this run could differ in pass^1 by up to <b>{summary.noise_floor:.3f}</b> "
+            f"from trial noise alone (95%); smaller differences are within noise. {_e(seen)}")
 
 
 def _pass_table(summary: EvalSummary) -> str:
@@ -144,8 +163,12 @@ def _pass_table(summary: EvalSummary) -> str:
     rows: list[tuple[str, str, dict[int, float]]] = [("overall", "all tasks", summary.pass_hat_k)]
     rows += [(f"env:{e}", e, v) for e, v in summary.by_env.items()]
     rows += [(f"category:{c}", c, v) for c, v in summary.by_category.items()]
+    if summary.void_episodes:
+        rows += [("void-excluded", "void episodes left out", summary.pass_hat_k_void_excluded),
+                 ("void-failed", "void episodes as failures", summary.pass_hat_k_void_failed)]
     body = "".join(f'<tr data-row="{_e(key)}"><td>{_e(label)}</td>'
-                   + "".join(f'<td class="mua-num" data-k="{k}">{values[k]:.3f}</td>' for k in ks if k in values)
+                   + "".join(f'<td class="mua-num" data-k="{k}">{values[k]:.3f}</td>' if k in values
+                             else '<td class="mua-num">—</td>' for k in ks)
                    + "</tr>" for key, label, values in rows)
     table = f'<table class="mua-t"><tr><th>tasks</th>{head}</tr>{body}</table>'
     plot = _pass_plot(summary)
@@ -341,7 +364,7 @@ def _rewards(results: list[EpisodeResult], summary: EvalSummary) -> str:
 def _redactor(run: EvalRun) -> Any:
     from mua_gym.redact import Redactor
 
-    return Redactor.of(run.config.agent_kwargs, run.config.user_kwargs)
+    return Redactor.of(run.config.agent_kwargs, run.config.user_kwargs, run.config.judge_kwargs)
 
 
 def _errors(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[str, str, int], str]) -> str:
@@ -358,18 +381,53 @@ def _errors(run: EvalRun, results: list[EpisodeResult], anchors: dict[tuple[str,
                     f"</tr>{rows}</table></div>")
 
 
+def _faults(run: EvalRun, results: list[EpisodeResult], summary: EvalSummary,
+            anchors: dict[tuple[str, str, int], str]) -> str:
+    """The user's faults per kind, the void episodes and pass^k with them left out, and each fault's evidence."""
+    title = "User faults and void episodes"
+    if not summary.user_faults and not summary.void_episodes:
+        return _section("faults", title, "<p>None: no user fault was recorded and no episode is void.</p>")
+    redact = _redactor(run)
+    kinds = "".join(f"<tr><td>{_e(kind)}</td><td class='mua-num'>{rate.faults}</td>"
+                    f"<td class='mua-num'>{rate.per_episode:.3f}</td><td class='mua-num'>{rate.episode_share:.1%}</td>"
+                    "</tr>" for kind, rate in summary.user_faults.items())
+    reasons = ", ".join(f"{_e(reason)} {count}" for reason, count in summary.void_reasons.items())
+    void = (f"<p>{summary.void_episodes} void episodes ({reasons}): nothing to learn from (the user failed, or broke "
+            "its scenario). pass^k counts them as failures; the pass^k table also gives it with them left out.</p>"
+            if summary.void_episodes else "<p>No episode is void.</p>")
+    rows = "".join(f'<tr><td><a href="#{anchors[r.key]}">{_e(_short(r.env_id))} {_e(r.task_id)} trial {r.trial}</a>'
+                   f"</td><td>{_e(str(f.get('kind', '?')))}</td><td class='mua-num'>{_e(str(f.get('turn', '')))}</td>"
+                   f"<td><code>{_e(redact(str(f.get('evidence', ''))))}</code></td></tr>"
+                   for r in results for f in r.user_faults)
+    table = ('<table class="mua-t"><tr><th>kind</th><th>faults</th><th>per episode</th><th>episodes with one</th>'
+             f"</tr>{kinds}</table>" if kinds else "")
+    listing = ('<div class="mua-scroll"><table class="mua-t"><tr><th>episode</th><th>kind</th><th>turn</th>'
+               f"<th>evidence</th></tr>{rows}</table></div>" if rows else "")
+    return _section("faults", title, void + table + listing)
+
+
 def _usage(results: list[EpisodeResult], summary: EvalSummary) -> str:
     if not summary.usage:
         return _section("usage", "Tokens and cost",
                         "<p>No model usage recorded (a scripted agent and user call no model).</p>")
     tokens, cost = tokens_and_cost(summary.usage)
     n = len(results) or 1
+    roles = "".join(f'<tr data-role="{role}"><td>{role}</td><td class="mua-num">{round(used.tokens):,d}</td>'
+                    f'<td class="mua-num">${used.cost:.4f}</td><td class="mua-num">{used.token_share:.1%}</td>'
+                    f'<td class="mua-num">{used.cost_share:.1%}</td></tr>'
+                    for role in ROLES if (used := summary.ledger.get(role)) is not None)
+    judge = summary.ledger.get("judge")
+    share = (f" The judge took {judge.token_share:.1%} of the tokens and {judge.cost_share:.1%} of the cost."
+             if judge else "")
     rows = "".join(f"<tr><td>{_e(k)}</td><td class='mua-num'>{_amount(k, v)}</td>"
                    f"<td class='mua-num'>{_amount(k, v / n)}</td></tr>" for k, v in sorted(summary.usage.items()))
     return _section("usage", "Tokens and cost",
-                    f"<p><b>{tokens:,.0f}</b> tokens and <b>${cost:.4f}</b> in all (agent and user together).</p>"
+                    f"<p><b>{tokens:,.0f}</b> tokens and <b>${cost:.4f}</b> in all (agent, user and judge "
+                    f"together).{share}</p>"
+                    '<div class="mua-grid"><table class="mua-t"><tr><th>role</th><th>tokens</th><th>cost</th>'
+                    f"<th>share of tokens</th><th>share of cost</th></tr>{roles}</table>"
                     '<table class="mua-t"><tr><th>counter</th><th>run total</th><th>per episode</th></tr>'
-                    f"{rows}</table>")
+                    f"{rows}</table></div>")
 
 
 def _amount(key: str, value: float) -> str:

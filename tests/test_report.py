@@ -306,3 +306,36 @@ def test_an_all_zero_histogram_has_whole_ticks_and_episodes_with_no_verdict_are_
     db = re.search(r"<tr><td>DB</td><td class='mua-num'>[^<]*</td><td class='mua-num'>(\d+)</td>"
                    r"<td class='mua-num'>(\d+)</td>", rewards)
     assert db and (int(db.group(1)), int(db.group(2))) == (2, 1)
+
+
+def test_the_noise_floor_user_faults_void_episodes_and_the_ledger_per_role_are_shown(tmp_path):
+    folder = tmp_path / "run"
+    evaluate(EvalConfig(env_ids=[MOCK], agent="oracle", trials=2, num_tasks=2), out=folder)
+    leak = {"kind": "goal_leak", "turn": 1, "evidence": "said the order id <b>W1</b>"}
+
+    def edit(lines):
+        lines[0].update(void="user_fault: goal_leak", user_faults=[leak], reward=0.0, success=False)
+        for x in lines:
+            x["usage"] = {"agent_total_tokens": 60, "agent_cost": 0.3, "judge_total_tokens": 40, "judge_cost": 0.1}
+        return lines
+
+    _rewrite(folder, edit)
+    summary = read_run(folder).summary()
+    page = write_report(folder).read_text()
+    assert f"<b>±{summary.noise_floor:.3f}</b><span>noise floor (pass^1)</span>" in page
+    assert "<b>50%</b><span>tasks that flip</span>" in page and "<b>1</b><span>void episodes</span>" in page
+    assert "smaller differences are within noise" in page
+    assert _row(page, "void-excluded") == {1: "1.000", 2: "1.000"}  # the void trial left out: each task 1.0
+    assert _row(page, "void-failed") == {1: "0.750", 2: "0.500"}
+    faults = page[page.index('id="faults"'):page.index('id="usage"')]
+    assert "1 void episodes (user_fault 1)" in faults
+    assert "<tr><td>goal_leak</td><td class='mua-num'>1</td><td class='mua-num'>0.250</td>" in faults
+    assert escape("said the order id <b>W1</b>") in faults and '<a href="#ep-0">' in faults
+    usage = page[page.index('id="usage"'):]
+    assert "The judge took 40.0% of the tokens and 25.0% of the cost." in usage
+    assert ('<tr data-role="judge"><td>judge</td><td class="mua-num">160</td><td class="mua-num">$0.4000</td>'
+            '<td class="mua-num">40.0%</td><td class="mua-num">25.0%</td></tr>') in usage
+    quiet = write_report(_copy(folder, tmp_path / "quiet"), tmp_path / "quiet.html")
+    _rewrite(tmp_path / "quiet", lambda lines: [{**x, "user_faults": [], "void": None} for x in lines])
+    page = write_report(tmp_path / "quiet", quiet).read_text()
+    assert "None: no user fault was recorded and no episode is void." in page and "void-excluded" not in page
