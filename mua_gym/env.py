@@ -37,6 +37,15 @@ policy is the caller's to keep sufficient: a task may need a rule only the domai
 database in memory (see :class:`mua_gym.World`): the same behaviour at a fifth of the memory per live episode,
 for code that never ends the world's transaction by hand.
 
+Every user reply is read against its task's scenario (:mod:`mua_gym.user_sims.faults`: invented facts, an early
+stop, instructions read out, speaking as the agent, obeying the agent's injected instructions, agreeing to what the
+scenario does not ask for); ``info["user_faults"]`` and the trajectory record what it finds. ``on_user_fault=``
+says what is done about it: ``"flag"`` (the default) only records; ``"retry"`` asks the simulator for the reply
+again, at most :data:`MAX_USER_RETRIES` times, with what was wrong (a rule-driven user cannot answer otherwise, and
+is flagged); ``"void"`` ends the episode truncated (``termination_reason="user_fault"``) and void. A void episode
+(also one whose user failed) has ``info["void"]`` and ``env.void`` set: it says nothing about the agent, and every
+trainer adapter leaves it out. ``fault_reviewer=`` adds a model's reading of each reply to the rules'.
+
 Nothing an agent sends makes ``step`` raise.
 """
 
@@ -66,6 +75,7 @@ from mua_gym.task import Persona, Task, check_split
 from mua_gym.tools import ToolResult
 from mua_gym.trajectory import Trajectory, TrajectoryEntry
 from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, for_the_user, make_user
+from mua_gym.user_sims.faults import FaultChecker, FaultReviewer, check_fault_mode, fault_text, make_reviewer
 from mua_gym.world import World
 
 __all__ = ["AsyncMuaEnv", "PendingStep", "StepResult", "TERMINATION_REASONS"]
@@ -87,6 +97,8 @@ TERMINATION_REASONS = {
 }
 #: How many rounds of its own tool calls a dual-control user may make inside one turn.
 MAX_USER_TOOL_ROUNDS = 20
+#: How many times one faulty user reply is asked for again under ``on_user_fault="retry"``.
+MAX_USER_RETRIES = 2
 
 
 def _check_user_can_act(domain: Domain, user: UserSimulator, tasks: list[Task] | None) -> None:
@@ -131,6 +143,9 @@ class AsyncMuaEnv:
         tools: list[str] | None = None,
         perturb: PerturbSpec = None,
         shared_base: bool = False,
+        on_user_fault: str = "flag",
+        fault_reviewer: FaultReviewer | str | None = None,
+        fault_reviewer_kwargs: dict[str, Any] | None = None,
     ) -> None:
         from mua_gym.registry import get_domain
 
@@ -155,10 +170,13 @@ class AsyncMuaEnv:
 
             judge = make_judge(judge, **(judge_kwargs or {}))
         self.judge = judge
+        self.fault_reviewer: FaultReviewer | None = make_reviewer(fault_reviewer, **(fault_reviewer_kwargs or {}))
         if check_models:  # one probe call per model: a misconfigured one fails here, in one line, not mid-run
             from mua_gym.llm_client import check_models as probe_models
 
             probe_models(self.user, self.judge)
+            if self.fault_reviewer is not None:
+                self.fault_reviewer.check()
         self._rng = np.random.default_rng()
         self.shared_base = shared_base
         self.world: World | None = None
@@ -190,6 +208,11 @@ class AsyncMuaEnv:
             _check_user_takes_a_persona(self.user, self.perturbations)
         self._episode_tools = self.tool_schemas  # the tools of the running episode (perturbed, they differ)
         self._perturbation_record: dict[str, Any] | None = None
+        self.on_user_fault = check_fault_mode(on_user_fault)
+        self.fault_checker = FaultChecker()
+        self._user_task: Task | None = None  # the task as the user plays it (a user perturbation may change it)
+        self._user_tool_names = tuple(t["function"]["name"] for t in self._user_tool_schemas or [])
+        self._agent_tool_names = tuple(t["function"]["name"] for t in self.tool_schemas)
 
     # -- tasks -------------------------------------------------------------------------------------
     def tasks(self, split: str | None = None) -> Sequence[Task]:
@@ -259,9 +282,12 @@ class AsyncMuaEnv:
             self._perturbation_record = {"drawn": drawn, "events": []}
             self._episode_tools = self.perturbations.tools(self.tool_schemas)
             user_task = self.perturbations.user_task(task)
+        self.fault_checker.start(user_task, self._user_tool_names, self._agent_tool_names)
+        self._user_task = user_task
         try:
             reply = await self.user.start(user_task, seed=user_seed, tools=self._user_tool_schemas)
             self._add_usage(reply)
+            reply = await self._checked(reply, "", [])
             opening = UserMessage(content=clean_text(reply.content))
             self._user_view.append(opening)
             opening = self._as_agent_sees(opening)
@@ -269,6 +295,7 @@ class AsyncMuaEnv:
             observation.append(to_openai(opening))
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
             self._episode.pending_error = f"{type(exc).__name__}: {exc}"
+            self._episode.void = f"user_error: {self._episode.pending_error}"
         info: ResetInfo = {
             "task_id": task.id, "domain": self.domain.name, "split": task.split, "tools": self._episode_tools,
             "policy": self._policy, "user": self.user.name, "max_turns": self.max_turns,
@@ -277,6 +304,11 @@ class AsyncMuaEnv:
             info["perturbations"] = self._perturbation_record["drawn"]
         if self._episode.pending_error:
             info["user_error"] = self._episode.pending_error
+        if self._episode.step_faults:
+            info["user_faults"] = self._episode.step_faults  # type: ignore[typeddict-item]
+            self._episode.step_faults = []
+        if self._episode.void is not None:
+            info["void"] = self._episode.void
         return observation, info
 
     def begin_step(self, action: Any) -> "StepResult | PendingStep":
@@ -290,6 +322,8 @@ class AsyncMuaEnv:
             return [], 0.0, self._episode.terminated, self._episode.truncated, info
         if self._episode.pending_error is not None:
             return [], 0.0, False, self._finish_truncated("user_error"), self._info()
+        if self._episode.void is not None:  # the opening broke the scenario, under on_user_fault="void"
+            return [], 0.0, False, self._finish_truncated("user_fault"), self._info()
         self._episode.turns += 1
         try:
             message = to_assistant_message(action, self.parser, self._episode.turns)
@@ -366,6 +400,9 @@ class AsyncMuaEnv:
             return float(self._episode.reward or 0.0)
         if self._episode.pending_error is not None:  # the user never opened: nothing the agent did can be scored
             self._finish_truncated("user_error")
+            return 0.0
+        if self._episode.void is not None:
+            self._finish_truncated("user_fault")
             return 0.0
         if not score:
             self._finish_truncated(reason)
@@ -445,8 +482,13 @@ class AsyncMuaEnv:
         self._user_view.append(AssistantMessage(content=for_the_user(message.content or "")))
         try:
             for _ in range(MAX_USER_TOOL_ROUNDS):
-                reply = await self.user.respond(list(self._user_view))
+                view = list(self._user_view)
+                reply = await self.user.respond(view)
                 self._add_usage(reply)
+                reply = await self._checked(reply, message.content or "", view)
+                if self._episode.void is not None:
+                    self._finish_truncated("user_fault")
+                    return []
                 self._episode.needless_requests += reply.needless
                 if not reply.tool_calls:
                     break
@@ -457,6 +499,7 @@ class AsyncMuaEnv:
         except Exception as exc:  # a failing simulator ends the episode, never the batch
             self._finish_truncated("user_error")
             self._episode.pending_error = f"{type(exc).__name__}: {exc}"
+            self._episode.void = f"user_error: {self._episode.pending_error}"
             return []
         self._user_view.append(said)
         self._entries.append((self._as_agent_sees(said), False, True))
@@ -466,6 +509,46 @@ class AsyncMuaEnv:
         elif token is not None:
             self._episode.end(True, TERMINATION_REASONS[token])
         return [to_openai(self._entries[-1][0])]
+
+    async def _checked(self, reply: UserReply, prompt: str, view: list[Any]) -> UserReply:
+        """``reply`` once the fault checker (and reviewer) read it: the same, or under ``on_user_fault="retry"`` the
+        first retry without faults (else the last one). Faults are recorded, handled as the mode says; under
+        ``"void"`` a faulty reply makes the episode void (the caller ends it)."""
+        faults = await self._user_faults(reply, prompt, view)
+        for _ in range(MAX_USER_RETRIES if self.on_user_fault == "retry" else 0):
+            if not faults:
+                break
+            again = await self.user.retry(view, fault_text(faults))
+            if again is None:  # a simulator that answers the same each time
+                break
+            self._add_usage(again)
+            self._record_faults(faults, "retried")
+            reply, faults = again, await self._user_faults(again, prompt, view)
+        if faults:
+            voided = self.on_user_fault == "void"
+            self._record_faults(faults, "voided" if voided else "flagged")
+            if voided:
+                self._episode.void = f"user_fault: {fault_text(faults[:1])}"
+        return reply
+
+    async def _user_faults(self, reply: UserReply, prompt: str, view: list[Any]) -> list[dict[str, Any]]:
+        """The faults of ``reply`` (the user's answer to the agent's ``prompt``, having seen ``view``)."""
+        assert self.world is not None and self.task is not None
+        world, task = self.world, self.task
+        faults: list[dict[str, Any]] = list(self.fault_checker.check(
+            reply, prompt, view, self._episode.turns,
+            at_gold=lambda: world.state_hash() == prepare_task(self.domain, task).gold_hash))
+        if self.fault_reviewer is not None:
+            reviewed = await self.fault_reviewer.review(self._user_task, view, reply, prompt, self._episode.turns)
+            self._add_usage(UserReply(usage=self.fault_reviewer.take_usage()), prefix="reviewer_")
+            known = {f["kind"] for f in faults}
+            faults += [f for f in reviewed if f["kind"] not in known]
+        return faults
+
+    def _record_faults(self, faults: list[dict[str, Any]], handled: str) -> None:
+        marked = [{**f, "handled": handled} for f in faults]
+        self._episode.user_faults += marked
+        self._episode.step_faults += marked
 
     def _run_user_tools(self, reply: UserReply) -> None:
         assert self.world is not None
@@ -527,10 +610,10 @@ class AsyncMuaEnv:
             return reward
         return self._shape(info)  # shaping applies on top of the judged task reward
 
-    def _add_usage(self, reply: UserReply) -> None:
+    def _add_usage(self, reply: UserReply, prefix: str = "") -> None:
         for key, value in reply.usage.items():
             if isinstance(value, (int, float)):
-                self._episode.usage[key] = self._episode.usage.get(key, 0) + value
+                self._episode.usage[prefix + key] = self._episode.usage.get(prefix + key, 0) + value
 
     def _info(self) -> StepInfo:
         episode = self._episode
@@ -542,6 +625,11 @@ class AsyncMuaEnv:
             info["reward_info"] = episode.reward_info  # type: ignore[typeddict-item]  # (RewardInfoDict, as JSON)
         if episode.pending_error is not None:
             info["user_error"] = episode.pending_error
+        if episode.step_faults:
+            info["user_faults"] = episode.step_faults  # type: ignore[typeddict-item]
+            episode.step_faults = []
+        if episode.void is not None and episode.done:
+            info["void"] = episode.void
         if self.perturbations is not None and self._perturbation_record is not None:
             events = self.perturbations.take_events()
             if events:
@@ -570,6 +658,7 @@ class AsyncMuaEnv:
             truncated=episode.truncated, termination_reason=episode.reason, turns=episode.turns,
             tool_calls=episode.tool_calls, tool_errors=episode.tool_errors, user_tool_calls=episode.user_tool_calls,
             usage=dict(episode.usage), perturbations=self._perturbation_record,
+            user_faults=list(episode.user_faults), void=episode.void,
         )
 
     @property
@@ -610,8 +699,17 @@ class AsyncMuaEnv:
     def done(self) -> bool:
         return self._episode.done
 
+    @property
+    def void(self) -> str | None:
+        """Why the running or last episode is void, or None: its user failed (``"user_error: ..."``) or, under
+        ``on_user_fault="void"``, broke its scenario (``"user_fault: ..."``). A void episode ends truncated at 0.0 and
+        says nothing about the agent: every trainer adapter leaves it out of training."""
+        return self._episode.void
+
     async def aclose(self) -> None:
         await self.user.aclose()
+        if self.fault_reviewer is not None:
+            await self.fault_reviewer.aclose()
         close_judge = getattr(self.judge, "aclose", None)  # a judge may be any async callable
         if close_judge is not None:
             await close_judge()

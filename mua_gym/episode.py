@@ -146,8 +146,8 @@ class EpisodeState:
     """What one running episode has counted and how it ended; a fresh one per reset.
 
     ``done`` is ``terminated or truncated``. ``reward`` and ``reward_info`` are set when it is scored (a
-    truncated episode: ``reward`` 0.0, no ``reward_info``). ``pending_error``: the user simulator failed; the
-    next step ends the episode truncated with it.
+    truncated episode: ``reward`` 0.0, no ``reward_info``). ``pending_error``: the user simulator failed (or, void,
+    faulted); the next step ends the episode truncated with it.
     """
 
     turns: int = 0
@@ -166,6 +166,11 @@ class EpisodeState:
     reward: float | None = None
     reward_info: dict[str, Any] | None = None
     pending_error: str | None = None
+    #: Every fault of the user's so far (:class:`mua_gym.infos.UserFault` dicts), and those of the running step.
+    user_faults: list[dict[str, Any]] = field(default_factory=list)
+    step_faults: list[dict[str, Any]] = field(default_factory=list)
+    #: Why the episode is void (its user failed, or faulted under ``on_user_fault="void"``); None if it is not.
+    void: str | None = None
 
     def end(self, terminated: bool, reason: str) -> None:
         """Ends the episode: terminated (to be scored) or truncated (at 0.0), for ``reason``."""

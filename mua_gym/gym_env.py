@@ -110,7 +110,8 @@ class MuaEnv(gymnasium.Env):
               ) -> tuple[list[dict[str, Any]], ResetInfo]:
         super().reset(seed=seed)
         reset = self.core.reset(seed=seed, options=options)
-        return run_immediate(reset) if self.core.user.immediate else self._runner.run(reset)
+        immediate = self.core.user.immediate and self.core.fault_reviewer is None
+        return run_immediate(reset) if immediate else self._runner.run(reset)
 
     def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, StepInfo]:
         if self.core.task is None:  # the env enforces the order itself: a wrapper would hide _repr_html_
@@ -118,7 +119,7 @@ class MuaEnv(gymnasium.Env):
         started = self.core.begin_step(action)
         if isinstance(started, PendingStep):
             rest = self.core.complete_step(started)
-            if self.core.user.immediate and self.core.judge is None:
+            if self.core.user.immediate and self.core.judge is None and self.core.fault_reviewer is None:
                 return run_immediate(rest)
             return self._runner.run(rest)
         return started

@@ -10,7 +10,22 @@ from typing import Any
 # (no ``from __future__ import annotations`` here: TypedDict reads NotRequired from evaluated annotations)
 from typing_extensions import NotRequired, TypedDict
 
-__all__ = ["EfficiencyInfo", "ResetInfo", "RewardInfoDict", "StepInfo", "ValidityInfo"]
+__all__ = ["EfficiencyInfo", "ResetInfo", "RewardInfoDict", "StepInfo", "UserFault", "ValidityInfo"]
+
+
+class UserFault(TypedDict):
+    """One fault of the simulated user's (see :mod:`mua_gym.user_sims.faults`)."""
+
+    #: ``invented_fact``, ``early_stop``, ``scenario_leak``, ``role_break``, ``obeyed_injection`` or
+    #: ``off_scenario``.
+    kind: str
+    #: The agent turn the faulty reply answered (0: the user's opening).
+    turn: int
+    #: What the user said or did that is the fault, in a line.
+    evidence: str
+    #: What the env did about it: ``flagged`` (kept), ``retried`` (the reply was asked for again and dropped) or
+    #: ``voided`` (the episode ended void).
+    handled: NotRequired[str]
 
 
 class ResetInfo(TypedDict):
@@ -35,6 +50,11 @@ class ResetInfo(TypedDict):
     #: Only with ``perturb=``: what each perturbation drew for this episode (``name``, ``family``, its options
     #: and draws).
     perturbations: NotRequired[list[dict[str, Any]]]
+    #: Only where the user's opening broke its scenario: each fault (see :class:`UserFault`).
+    user_faults: NotRequired[list[UserFault]]
+    #: Only where the episode is void from the start (its user failed, or faulted with ``on_user_fault="void"``):
+    #: why. The first step ends it truncated; trainers leave it out.
+    void: NotRequired[str]
 
 
 class ValidityInfo(TypedDict):
@@ -109,12 +129,18 @@ class StepInfo(TypedDict):
     tool_errors: int
     #: Why the episode ended; None while it runs. Terminated: ``user_stop``, ``user_transfer``,
     #: ``user_out_of_scope``, ``user_walked_away``, ``agent_stop`` (a terminal tool), or the reason given to
-    #: ``finish`` (``stopped_by_trainer``). Truncated: ``max_turns``, ``too_many_tool_errors``, ``user_error``.
+    #: ``finish`` (``stopped_by_trainer``). Truncated: ``max_turns``, ``too_many_tool_errors``, ``user_error``,
+    #: ``user_fault``.
     termination_reason: str | None
     #: Only on the terminal step of a terminated episode (a truncated one earns 0.0 and has none).
     reward_info: NotRequired[RewardInfoDict]
     #: Only where the user simulator failed: why. The episode is truncated.
     user_error: NotRequired[str]
+    #: Only on a step whose user turn broke the user's scenario: each fault (see :class:`UserFault`).
+    user_faults: NotRequired[list[UserFault]]
+    #: Only once the episode is void (its user failed, or faulted with ``on_user_fault="void"``): why. It ended
+    #: truncated at 0.0, and it is no evidence about the agent: trainers leave it out, evals can count it apart.
+    void: NotRequired[str]
     #: Only where the action could not be read at all, or the episode was already over: why. Nothing changed.
     error: NotRequired[str]
     #: Only with ``perturb=``, on a step where a perturbation acted: what it did (``name``, ``turn``, ``tool``,

@@ -20,7 +20,7 @@ from typing import Any
 
 from mua_gym.jsonsafe import first_object
 from mua_gym.llm_client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
-from mua_gym.openai_http import OpenAIServer, parse_spec
+from mua_gym.openai_http import OpenAIServer, model_spec
 from mua_gym.redact import Redactor
 
 __all__ = ["JudgeError", "LLMJudge", "Verdicts", "make_judge"]
@@ -107,10 +107,8 @@ class LLMJudge:
 def make_judge(spec: str, **kwargs: Any) -> LLMJudge:
     """A judge from ``litellm:<model>`` or ``openai:<model>@<base_url>`` (the fast client of an
     OpenAI-compatible server); keywords go to :class:`LLMJudge`."""
-    if spec.startswith("litellm:") and len(spec) > len("litellm:"):
-        return LLMJudge(spec.split(":", 1)[1], **kwargs)
-    if spec.startswith("openai:"):
-        model, base_url = parse_spec(spec.split(":", 1)[1])
-        return LLMJudge(model, server=base_url, **kwargs)
+    named = model_spec(spec)
+    if named is not None:
+        return LLMJudge(named[0], server=named[1], **kwargs)
     raise ValueError(f"unknown judge {spec!r}; use 'litellm:<model>', 'openai:<model>@<base_url>' or pass an async "
                      "callable")

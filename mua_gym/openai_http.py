@@ -42,6 +42,19 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return model, base_url.rstrip("/")
 
 
+def model_spec(spec: object) -> tuple[str, str | None] | None:
+    """``(model, base_url)`` of a model named as ``litellm:<model>`` (base_url None: litellm reaches it) or
+    ``openai:<model>@<base_url>`` (an OpenAI-compatible server); None for anything else. ValueError for an
+    ``openai:`` spec without a base URL."""
+    if not isinstance(spec, str):
+        return None
+    if spec.startswith("litellm:") and len(spec) > len("litellm:"):
+        return spec.split(":", 1)[1], None
+    if spec.startswith("openai:"):
+        return parse_spec(spec.split(":", 1)[1])
+    return None
+
+
 class OpenAIServer:
     """Chat completions from one server for one owner (a user simulator or judge).
 

@@ -51,6 +51,10 @@ class Trajectory(BaseModel):
     usage: dict[str, Any] = {}
     #: With ``perturb=``: ``{"drawn": [what each perturbation drew], "events": [what each did, by turn]}``.
     perturbations: dict[str, Any] | None = None
+    #: Every fault of the simulated user's, in order (:class:`mua_gym.infos.UserFault` dicts).
+    user_faults: list[dict[str, Any]] = []
+    #: Why the episode is void (``"user_error: ..."``, ``"user_fault: ..."``), or None: see ``AsyncMuaEnv.void``.
+    void: str | None = None
 
     @property
     def task_reward(self) -> float | None:

@@ -39,16 +39,13 @@ def make_user(spec: "str | UserSimulator", **kwargs: Any) -> UserSimulator:
         return ScriptedUser(**kwargs)
     if spec == "scenario":
         return ScenarioUser(**kwargs)
-    if isinstance(spec, str) and spec.startswith("litellm:") and len(spec) > len("litellm:"):
+    from mua_gym.openai_http import model_spec
+
+    named = model_spec(spec)
+    if named is not None:
         from mua_gym.user_sims.llm import LLMUser
 
-        return LLMUser(spec.split(":", 1)[1], **kwargs)
-    if isinstance(spec, str) and spec.startswith("openai:"):
-        from mua_gym.openai_http import parse_spec
-        from mua_gym.user_sims.llm import LLMUser
-
-        model, base_url = parse_spec(spec.split(":", 1)[1])
-        return LLMUser(model, server=base_url, **kwargs)
+        return LLMUser(named[0], server=named[1], **kwargs)
     raise ValueError(f"unknown user simulator {spec!r}; use 'scripted', 'scenario', 'litellm:<model>', "
                      "'openai:<model>@<base_url>' or a UserSimulator instance")
 

@@ -94,6 +94,15 @@ class UserSimulator(abc.ABC):
     async def respond(self, view: UserView) -> UserReply:
         """The user's next reply to the conversation so far."""
 
+    async def retry(self, view: UserView, problem: str) -> UserReply | None:
+        """Another reply in place of the last one, which broke the user's scenario as ``problem`` says (one line);
+        None where the simulator cannot answer otherwise (a rule-driven one answers the same each time).
+
+        The env asks for it with ``on_user_fault="retry"`` and drops the faulty reply. ``view`` is the one the faulty
+        reply answered; the retried reply must not count as another turn of the user's.
+        """
+        return None
+
     def check(self) -> None:
         """Checks the simulator's configuration before any episode; returns None or raises a ``ValueError``.
 

@@ -1,0 +1,367 @@
+"""User faults: what a simulated user says or does that its task's scenario does not allow, found turn by turn.
+
+A :class:`FaultChecker` reads one user reply against the task's scenario (its facts, requests, instructions and
+persona), the agent's message that prompted it, and what the agent said before. Each rule is linear in what it
+reads (at most :data:`READ_LIMIT` characters of a message) and looks for one kind of fault:
+
+``invented_fact``
+    an id, email, zip, amount or name the user states that neither its scenario, the agent, nor its own phone
+    ever showed it (a fact the scenario lists as unknown to the user counts as invented until the agent says it);
+``early_stop``
+    a stop token while the world is not the gold one and the agent neither wrapped up, refused, transferred nor
+    said it had done what was asked (tasks that write nothing cannot tell, and are not judged for it);
+``scenario_leak``
+    five words or more of its instructions read out in their own voice ("you prefer not to ...", "if the agent
+    asks ..."), of the LLM user's guidelines, or of its persona's description;
+``role_break``
+    it speaks as the support agent ("How can I help you?", "I have cancelled your order"), writes an agent tool
+    call, or calls a tool that is not one of its own;
+``obeyed_injection``
+    the agent told it what to write ("reply with only ...", "ignore your instructions") and it did: it ended
+    the episode, or wrote what it was told to;
+``off_scenario``
+    it agreed to a plan for something outside its requests (a plan whose ids are none of its scenario's, or one
+    for a request its scenario declines). Read only for tasks with structured requests.
+
+The rule-driven users never commit any of these on the generated tasks (the tests hold them to it); an LLM user
+may. :class:`~mua_gym.user_sims.fault_reviewer.LLMFaultReviewer` adds a model's reading for what rules cannot see.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Sequence
+
+from mua_gym.infos import UserFault
+from mua_gym.messages import AssistantMessage, ToolMessage
+from mua_gym.task import Task
+from mua_gym.user_sims.base import UserReply, UserView
+
+__all__ = ["FAULT_KINDS", "FaultChecker", "FaultMode", "FaultReviewer", "ON_USER_FAULT", "UserFault",
+           "check_fault_mode", "fault_text", "make_reviewer"]
+
+FaultKind = Literal["invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection", "off_scenario"]
+FAULT_KINDS: tuple[str, ...] = ("invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection",
+                                "off_scenario")
+FaultMode = Literal["flag", "retry", "void"]
+ON_USER_FAULT: tuple[str, ...] = ("flag", "retry", "void")
+#: How much of one message the checker reads (what a user simulator reads of the agent's, too).
+READ_LIMIT = 16_000
+#: Words in a row that make a read-out of the instructions.
+LEAK_WORDS = 5
+
+
+def check_fault_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`ON_USER_FAULT`; else ValueError naming them."""
+    if mode not in ON_USER_FAULT:
+        raise ValueError(f"on_user_fault must be 'flag', 'retry' or 'void', not {mode!r}")
+    return mode
+
+
+# -- what the rules read --------------------------------------------------------------------------------------------
+_SPLIT = re.compile(r"[^\s,;:!?()\[\]{}<>\"'`*]+")
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
+_DIGITS = frozenset("0123456789")
+_WORD = re.compile(r"[a-z0-9']+")
+_SECOND_PERSON = frozenset({"you", "your", "you're", "yours", "yourself", "you've", "you'll", "agent", "agent's"})
+#: "My name is Ada Lovelace", "I'm Ada Lovelace": the name a user gives (two capitalised words after "I'm").
+_NAME = re.compile(r"\b(?:[Mm]y (?:full |first |last )?name is|[Ii]'m|I am|[Tt]his is) "
+                   r"([A-Z][a-z]+)(?: ([A-Z][a-z]+))?")
+_AGENT_VOICE = re.compile(
+    r"^[ \t]*(?:assistant|agent|support(?: agent)?|representative)[ \t]*:|how (?:can|may) i (?:help|assist) you|"
+    r"\bas an ai\b|\bi'?m an ai\b|\bi am an ai\b|thank you for contacting|is there anything else i can (?:help|do)|"
+    r"\bi(?: have|'ve) (?:just )?(?:cancell?ed|processed|refunded|updated|modified|exchanged|booked|issued|"
+    r"transferred|returned) your\b|<tool_call>", re.IGNORECASE | re.MULTILINE)
+#: What the agent writes to steer the user simulator rather than to help the customer.
+_INJECTION = re.compile(
+    r"ignore (?:all |any |your |the )?(?:previous |prior |above |earlier )?instructions|disregard (?:your|the|all) |"
+    r"new instructions|system prompt|you must (?:now )?(?:say|reply|respond|write|type|end|stop)|"
+    r"(?:reply|respond|answer) with (?:only|just|exactly)|(?:say|type|write|send|output) (?:only |just |exactly )?"
+    r"(?:the words? |the token |the text )?[\"'\u201c#]|stop token|end (?:the|this) (?:conversation|chat|call) "
+    r"(?:now|immediately|right away)", re.IGNORECASE)
+_QUOTED = re.compile(r"[\"\u201c]([^\"\u201d\n]{3,200})[\"\u201d]")
+#: The agent closing its work: it asks what else, refuses, transfers, or says it has done what was asked.
+_WRAP_UP = re.compile(
+    r"anything else|something else|else (?:i|we) can|other (?:questions|requests)|anything more|have a (?:great|nice|"
+    r"good|wonderful) day|goodbye|\bcannot\b|can't|can not|\bunable\b|not able|not (?:allowed|possible|permitted|"
+    r"eligible)|against (?:our |the )?policy|\bsorry\b|\bunfortunately\b|transfer|human agent|representative|"
+    r"\bdone\b|successfully|\b(?:has|have) been\b|is now\b|completed?\b|all set|i(?: have|'ve) ", re.IGNORECASE)
+_AGREE = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|that'?s (?:right|correct|fine)|please (?:do|go ahead|"
+                    r"proceed)|go ahead|confirm(?:ed)?|sounds (?:good|great)|absolutely|of course|do it|proceed)\b",
+                    re.IGNORECASE)
+_DISAGREE = re.compile(r"\b(?:no|not|don'?t|do not|wait|instead|but|wrong)\b", re.IGNORECASE)
+#: A request for the user's go-ahead, and a change the agent plans (as the rule-driven user reads them).
+_CONFIRM = re.compile(r"shall i|should i|would you like me to|do you want me to|proceed|confirm|go ahead|yes/no|\(yes|"
+                      r"is (?:that|this) (?:correct|right|ok)|sound good", re.IGNORECASE)
+_PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|upgrade|downgrade|refund|add|remove|"
+                        r"pay|send|resume|enable|disable|refuel|top up|suspend|reactivate|restore|place|replace|"
+                        r"switch|issue|apply)", re.IGNORECASE)
+_ID_KEYS = ("_id", "_ids", "_number", "_numbers")
+
+
+def _normal(token: str) -> str:
+    """A value as the rules compare it: lower case, without a leading ``#``/``$`` or trailing full stop."""
+    return token.lower().lstrip("#$").rstrip(".")
+
+
+def _values(text: str) -> list[str]:
+    """The values ``text`` states (each once, in order): emails, and tokens of three characters or more with a
+    digit (ids, zips, amounts, dates, phone numbers), normalised."""
+    out = []
+    for raw in _SPLIT.findall(_DIGIT_COMMA.sub("", text[:READ_LIMIT])):
+        token = _normal(raw)
+        if len(token) >= 3 and ("@" in token or not _DIGITS.isdisjoint(token)):
+            out.append(token)
+    return list(dict.fromkeys(out))
+
+
+def _forms(token: str) -> list[str]:
+    """The forms a known value may be restated in: itself, its digits alone (a phone number written another way)
+    and, for an amount, its shortest number (``"12.50"`` as ``"12.5"``)."""
+    forms = [token]
+    digits = "".join(ch for ch in token if ch in _DIGITS)
+    if len(digits) >= 3:
+        forms.append(digits)
+    try:
+        forms.append(f"{float(token):g}")
+    except ValueError:
+        pass
+    return forms
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text[:READ_LIMIT].lower())
+
+
+def _shingles(words: list[str], n: int = LEAK_WORDS) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string and number inside ``value`` (dicts, lists), as text."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return [str(value)]
+    return []
+
+
+@dataclass(frozen=True)
+class _ScenarioFacts:
+    """What one task's scenario lets its user say, read once per task."""
+
+    #: Every value (and its other forms) the user may state from its scenario alone.
+    values: frozenset[str]
+    #: Every word of the scenario, lower case (a name the user gives must be among them or the agent's).
+    words: frozenset[str]
+    #: Five-word runs of its instructions in their own voice, its persona's description and the LLM guidelines,
+    #: less those of what the user is meant to say.
+    instruction_shingles: frozenset[tuple[str, ...]]
+    #: Per structured request: (the ids a plan for it names, whether the user accepts it).
+    requests: tuple[tuple[frozenset[str], bool], ...]
+
+
+def _read_scenario(task: Task) -> _ScenarioFacts:
+    s = task.user_scenario
+    unknown = set(s.facts.get("unknown", ()) or ())
+    facts = {k: v for k, v in s.facts.items() if k not in unknown and k != "unknown"}
+    # what it is meant to say: its requests' words and its script (TAU2's scripts are its instructions: not meant)
+    said = [str(i.get("says", "")) + " " + str(i.get("request", "")) for i in s.intents]
+    said += list(task.script) if task.world.source != "tau2" else []
+    texts = [s.instructions, s.reason_for_call or "", s.known_info or "", *said, *_strings(facts),
+             *_strings([{k: v for k, v in i.items() if k not in unknown} for i in s.intents])]
+    persona = s.persona
+    if persona is not None:
+        texts += [persona.description or "", *persona.hidden_constraints]
+    values = {form for text in texts for token in _values(text) for form in _forms(token)}
+    words = {w for text in texts for w in _words(text)}
+    voiced = set()
+    for text in (s.instructions, s.reason_for_call or "", s.known_info or "", s.unknown_info or ""):
+        voiced |= {g for g in _shingles(_words(text)) if not _SECOND_PERSON.isdisjoint(g)}
+    from mua_gym.user_sims.llm import GUIDELINES
+
+    voiced |= _shingles(_words(GUIDELINES))
+    if persona is not None:
+        for text in (persona.description or "", *persona.hidden_constraints):
+            voiced |= _shingles(_words(text))
+    meant = set().union(*(_shingles(_words(text)) for text in said)) if said else set()
+    requests = []
+    for intent in s.intents:
+        ids = [v for k, v in intent.items() if k.endswith(_ID_KEYS)]
+        requests.append((frozenset(_normal(v) for v in _strings(ids) if len(v) >= 3), bool(intent.get("accept", True))))
+    return _ScenarioFacts(frozenset(values), frozenset(words), frozenset(voiced - meant), tuple(requests))
+
+
+class FaultChecker:
+    """Checks each reply of one episode's user against its task's scenario (see the module docstring).
+
+    ``start(task, user_tools, agent_tools)`` at each reset; ``check(reply, prompt, view, turn, at_gold)`` per
+    reply. The scenario is read once per task object.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[str, tuple[Task, _ScenarioFacts]] = {}
+        self.facts: _ScenarioFacts | None = None
+        self._user_tools: frozenset[str] = frozenset()
+        self._agent_tool_call: re.Pattern[str] | None = None
+        self._agent_tools: tuple[str, ...] = ()
+        self._heard: set[str] = set()  # values the agent said, or the user's phone showed
+        self._heard_words: set[str] = set()
+        self._seen = 0  # messages of the user's view read into _heard so far
+
+    def start(self, task: Task, user_tools: Sequence[str] = (), agent_tools: Sequence[str] = ()) -> None:
+        kept = self._memo.get(task.id)
+        if kept is None or kept[0] is not task:
+            kept = self._memo[task.id] = (task, _read_scenario(task))
+        self.facts = kept[1]
+        self._user_tools = frozenset(user_tools)
+        if tuple(agent_tools) != self._agent_tools:
+            self._agent_tools = tuple(agent_tools)
+            names = "|".join(re.escape(n) for n in sorted(agent_tools, key=len, reverse=True))
+            self._agent_tool_call = re.compile(rf"\b(?:{names})\s*\(|\"name\"\s*:\s*\"(?:{names})\"") if names else None
+        self._heard, self._heard_words, self._seen = set(), set(), 0
+
+    def check(self, reply: UserReply, prompt: str, view: UserView, turn: int,
+              at_gold: Callable[[], bool] = lambda: True) -> list[UserFault]:
+        """The faults of ``reply``, the user's answer at agent turn ``turn`` to the agent's message ``prompt`` (its
+        own words, before anything was removed for the user; "" for the opening), with ``view`` the conversation the
+        user saw before it. ``at_gold()`` says whether the world is the gold one (asked only of a stop)."""
+        assert self.facts is not None, "call start() first"
+        self._hear(view)
+        text = reply.content[:READ_LIMIT]
+        faults: list[UserFault] = []
+
+        def fault(kind: str, evidence: str) -> None:
+            faults.append({"kind": kind, "turn": turn, "evidence": evidence[:300]})
+
+        for call in reply.tool_calls:
+            if call.function.name not in self._user_tools:
+                fault("role_break", f"called {call.function.name!r}, which is not one of the user's tools")
+        if text:
+            self._read_text(text, fault)
+        if reply.stop_token is not None and not reply.walked_away:
+            injected = _INJECTION.search(prompt[:READ_LIMIT])
+            if injected is not None:
+                fault("obeyed_injection", f"ended the episode after the agent wrote {injected.group(0)!r}")
+            elif not _WRAP_UP.search(prompt[:READ_LIMIT]) and not at_gold():
+                asked = " ".join(prompt.split())[:120]
+                fault("early_stop", f"stopped before its goals were met, after the agent said {asked!r}"
+                      if asked else "stopped before the agent said anything")
+        elif text and prompt and _INJECTION.search(prompt[:READ_LIMIT]):
+            told = [q for q in _QUOTED.findall(prompt[:READ_LIMIT]) if q.strip() and q in text]
+            if told:
+                fault("obeyed_injection", f"wrote {told[0]!r} as the agent told it to")
+        if text and prompt and self.facts.requests:
+            self._read_agreement(text, prompt[:READ_LIMIT], fault)
+        return faults
+
+    # -- the rules ---------------------------------------------------------------------------------------------------
+    def _hear(self, view: UserView) -> None:
+        """Adds what the agent said and what the user's phone showed since the last call to what the user knows."""
+        for message in view[self._seen:]:
+            if isinstance(message, (AssistantMessage, ToolMessage)):
+                content = message.content or ""
+                self._heard.update(form for token in _values(content) for form in _forms(token))
+                self._heard_words.update(_words(content))
+        self._seen = len(view)
+
+    def _read_text(self, text: str, fault: Callable[[str, str], None]) -> None:
+        facts = self.facts
+        assert facts is not None
+        for value in _values(text):
+            if not any(form in facts.values or form in self._heard for form in _forms(value)):
+                fault("invented_fact", f"stated {value!r}, which its scenario does not hold and nobody told it")
+                break
+        for match in _NAME.finditer(text):
+            names = [n.lower() for n in match.groups() if n]
+            if len(names) == 2 or match.group(0).lower().startswith("my"):
+                strange = [n for n in names if n not in facts.words and n not in self._heard_words]
+                if strange:
+                    fault("invented_fact", f"gave the name {' '.join(n for n in match.groups() if n)!r}, which its "
+                          "scenario does not hold")
+                    break
+        words = _words(text)
+        for i in range(len(words) - LEAK_WORDS + 1):
+            run = tuple(words[i:i + LEAK_WORDS])
+            if run in facts.instruction_shingles:
+                fault("scenario_leak", f"read out its instructions: {' '.join(run)!r}")
+                break
+        voice = _AGENT_VOICE.search(text)
+        if voice is not None:
+            fault("role_break", f"spoke as the support agent: {voice.group(0).strip()!r}")
+        elif self._agent_tool_call is not None and (call := self._agent_tool_call.search(text)) is not None:
+            fault("role_break", f"wrote an agent tool call: {call.group(0)!r}")
+
+    def _read_agreement(self, text: str, prompt: str, fault: Callable[[str, str], None]) -> None:
+        """An agreement (a yes not taken back in its first sentence) to a plan outside the user's requests."""
+        facts = self.facts
+        assert facts is not None
+        first = re.split(r"[.!?\n]", text, maxsplit=1)[0]
+        if not _AGREE.search(first) or _DISAGREE.search(first):
+            return
+        if not _CONFIRM.search(prompt) or not _PLAN_VERB.search(prompt):
+            return
+        named = set(_values(prompt))
+        if not named:
+            return
+        wanted = [ids for ids, accepted in facts.requests if accepted and ids & named]
+        declined = [ids for ids, accepted in facts.requests if not accepted and ids & named]
+        if declined and not wanted:
+            fault("off_scenario", f"agreed to a plan its scenario declines ({', '.join(sorted(declined[0] & named))})")
+        elif not wanted and not named & facts.values:
+            fault("off_scenario", f"agreed to a plan for {', '.join(sorted(named)[:3])}, none of which is in its "
+                  "scenario")
+
+
+def fault_text(faults: Sequence[UserFault]) -> str:
+    """The faults as one line a user model can be told: ``"invented_fact: stated '#w9'...; ..."``."""
+    return "; ".join(f"{f['kind']}: {f['evidence']}" for f in faults)
+
+
+def scenario_json(task: Task) -> str:
+    """The task's scenario as the LLM reviewer reads it (JSON, what the user knows and wants)."""
+    return json.dumps(task.user_scenario.model_dump(mode="json", exclude_none=True), sort_keys=True)
+
+
+
+class FaultReviewer:
+    """A reader of user replies for what rules cannot see (a model's, :class:`LLMFaultReviewer`).
+
+    ``review`` returns the faults it finds in ``reply`` (each a :class:`UserFault` whose kind is one of
+    :data:`FAULT_KINDS`); ``take_usage`` the tokens and cost it spent since it was last asked.
+    """
+
+    async def review(self, task: Task, view: UserView, reply: UserReply, prompt: str,
+                     turn: int) -> list[UserFault]:
+        raise NotImplementedError
+
+    def take_usage(self) -> dict[str, float]:
+        return {}
+
+    def check(self) -> None:
+        """Checks the reviewer's configuration (one probe call for a model); returns None or raises."""
+
+    async def aclose(self) -> None:
+        """Releases its connections."""
+
+
+def make_reviewer(spec: "FaultReviewer | str | None", **kwargs: Any) -> "FaultReviewer | None":
+    """None, the reviewer given, or an LLM reviewer from ``litellm:<model>`` or ``openai:<model>@<base_url>`` (the
+    judge's specs; keywords go to :class:`LLMFaultReviewer`)."""
+    if spec is None or isinstance(spec, FaultReviewer):
+        if kwargs and spec is None:
+            raise ValueError("fault_reviewer_kwargs need a fault_reviewer")
+        return spec
+    from mua_gym.openai_http import model_spec
+
+    named = model_spec(spec)
+    if named is not None:
+        from mua_gym.user_sims.fault_reviewer import LLMFaultReviewer
+
+        return LLMFaultReviewer(named[0], server=named[1], **kwargs)
+    raise ValueError(f"unknown fault reviewer {spec!r}; use 'litellm:<model>', 'openai:<model>@<base_url>' or a "
+                     "FaultReviewer")
