@@ -4,8 +4,11 @@ It recognises what the agent asks for (identity, order ids, payment methods, con
 else?", a transfer) and answers from the scenario's facts and intents; it states its next intent when asked
 what else, and stops when its intents are done. The persona sets how much it says up front (never what it
 answers: a plain question about a fact it holds always gets the fact), how long it
-waits before walking away, and how wordy it is. Tasks without structured intents fall back to their
-scripted opening line.
+waits before walking away, and how wordy it is. TAU2's tasks, whose scenarios are prose, are read by
+:mod:`mua_gym.user_sims.tau2_scenario`: their identity and the ids they name become facts, their reason for calling
+(in the first person) the opening; a task whose instructions hang on the conversation (only a language model can
+follow them) is refused with a ValueError at its start (:meth:`ScenarioUser.refuses` says why beforehand). Other
+tasks without structured intents fall back to their scripted opening line.
 
 It cannot be gamed by talk alone: it says "yes" only to a plan that names a change and something of one of its
 requests, stated yet or not (an id of it, the data amount asked for), or else its customer, user or line id or
@@ -28,6 +31,7 @@ from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import STOP, TRANSFER, UserReply, UserSimulator, UserView
 from mua_gym.user_sims.persona import PersonaMode, resolve_persona
 from mua_gym.user_sims.phone_requests import PhoneRequest, named_request, request_in_words, switch_state
+from mua_gym.user_sims.tau2_scenario import is_prose, playable, read_scenario
 
 __all__ = ["ScenarioUser"]
 
@@ -71,6 +75,7 @@ _FACT_QUESTIONS = {
     "location": re.compile(r"where are you|are you (abroad|travell?ing|overseas|at home|in another country)|"
                            r"which country|your (current )?location"),
     "data_amount": re.compile(r"how (much|many) (data|gb|gigabytes)|gb amount|amount of data"),
+    "home_address": re.compile(r"(?<!e-mail )(?<!email )\baddress|\bcity\b|\bstreet\b"),
 }
 
 
@@ -130,6 +135,7 @@ class ScenarioUser(UserSimulator):
         self.task: Task | None = None
         self.facts: dict[str, Any] = {}
         self.intents: list[dict[str, Any]] = []
+        self.requests: dict[str, list[Any]] = {}  # a prose scenario's plain answers, by request key (no intents)
         self.stated = 0  # intents told to the agent so far
         self.agent_turns = 0
         self.tools: frozenset[str] = frozenset()  # the user's own tools (dual control)
@@ -140,16 +146,32 @@ class ScenarioUser(UserSimulator):
         self._anchor_memo: dict[str, tuple[Task, list[tuple[dict[str, Any], tuple[str, ...]]]]] = {}
 
     # -- protocol ----------------------------------------------------------------------------------
+    @staticmethod
+    def refuses(task: Task) -> str | None:
+        """Why this user cannot play ``task`` (a TAU2 scenario whose instructions hang on the conversation), naming
+        the task; None where it can. :meth:`start` raises ValueError for such a task."""
+        return playable(task)
+
     async def start(self, task: Task, *, seed: int | None = None,
                     tools: list[dict[str, Any]] | None = None) -> UserReply:
         self.task = task
         self.persona = resolve_persona(task, self.persona_mode, seed)
         self.facts = dict(task.user_scenario.facts)
         self.intents = [dict(i) for i in task.user_scenario.intents]
+        self.requests = {}
         self.agent_turns = 0
         self._pending = None
         if tools is not self._tools_from:
             self._tools_from, self.tools = tools, frozenset(t["function"]["name"] for t in tools or [])
+        if is_prose(task):  # TAU2's prose: read, or refused where it hangs on the conversation
+            reading = read_scenario(task)
+            if reading.refusal is not None:
+                raise ValueError(f"the scenario user cannot play {reading.refusal}; play it with an LLM user "
+                                 "('litellm:<model>')")
+            self.facts = {**reading.facts, **self.facts}
+            self.requests, self.stated = reading.requests, 0
+            said = self._identity() if self.persona.disclosure != "minimal" else ""
+            return UserReply(content=self._say(f"Hi! {said} {reading.opening}"))
         if not self.intents:  # no structure: say what the task's script opens with
             self.stated = 0
             opening = task.script[0] if task.script else (task.user_scenario.reason_for_call or
@@ -300,8 +322,11 @@ class ScenarioUser(UserSimulator):
         return "user_id" in self.facts and "user_id" not in self.facts.get("unknown", ())
 
     def _stated(self, *keys: str) -> list[Any]:
-        """The distinct values of ``keys`` in the requests stated so far, in order."""
+        """The distinct values of ``keys`` in the requests stated so far, in order (a prose scenario's: all it
+        names)."""
         out: list[Any] = []
+        for key in keys if not self.intents else ():
+            out += [v for v in self.requests.get(key, ()) if v not in out]
         for intent in self.intents[:self.stated]:
             for key in keys:
                 if key in intent and intent[key] not in out:
@@ -345,6 +370,8 @@ class ScenarioUser(UserSimulator):
                 parts.append(f"Please use {' and '.join(methods)}.")
         if "location" in asked and "location" in f:  # (telecom: a fault abroad is told only when asked)
             parts.append("I'm at home." if f["location"] == "home" else f"I'm in {f['location']} at the moment.")
+        if "home_address" in asked and "home_address" in f:  # (a prose scenario's street address)
+            parts.append(f"My address is {f['home_address']}.")
         amounts = self._stated("refuel_gb") if "data_amount" in asked else []
         if amounts:
             parts.append(f"I'd like to add {amounts[0]:g} GB of data.")
