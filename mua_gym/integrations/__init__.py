@@ -5,6 +5,11 @@ pip extra of the same name (``pip install "mua_gym[trl]"``). What two adapters n
 :mod:`mua_gym.tool_functions` (an env's tools as Python callables), :mod:`mua_gym.chat_tokens` (token ids
 and the assistant mask of a growing conversation) and :meth:`mua_gym.Trajectory.to_chat`.
 
+Void episodes (the user simulator failed, or broke its scenario under ``on_user_fault="void"``: see
+:attr:`mua_gym.AsyncMuaEnv.void`) say nothing about the agent. Every adapter reads them one way,
+:func:`void_reason`, and leaves them out of training in the way its trainer honours (docs/training.md, "Void
+episodes").
+
 ==============  ==========================================  ======================
 trainer         module                                      extra
 ==============  ==========================================  ======================
@@ -25,11 +30,32 @@ from typing import Any
 
 from mua_gym.extras import MissingExtraError, require_extra
 
-__all__ = ["MissingTrainerError", "plain_config", "require"]
+__all__ = ["MissingTrainerError", "VoidEpisode", "plain_config", "require", "void_reason"]
 
 
 class MissingTrainerError(MissingExtraError):
     """A trainer adapter was used without its trainer installed; the message names the pip extra."""
+
+
+class VoidEpisode(RuntimeError):
+    """Raised by an adapter whose trainer drops a rollout that raises (ART, verifiers): the episode is void (its
+    user failed, or broke its scenario under ``on_user_fault="void"``) and says nothing about the agent.
+    ``reason`` is the env's (``"user_error: ..."`` or ``"user_fault: ..."``)."""
+
+    def __init__(self, reason: str, task_id: str | None = None) -> None:
+        super().__init__(f"task {task_id}: the episode is void ({reason})" if task_id else f"void episode ({reason})")
+        self.reason = reason
+        self.task_id = task_id
+
+
+def void_reason(env: Any, info: Any = None) -> str | None:
+    """Why the episode of ``env`` (an :class:`mua_gym.AsyncMuaEnv`, or a :class:`mua_gym.MuaEnv` through its
+    ``core``) is void, or None: ``info["void"]`` where the last reset or step info carries it, else ``env.void``."""
+    said = info.get("void") if isinstance(info, dict) else None
+    if said:
+        return str(said)
+    reason = getattr(getattr(env, "core", env), "void", None)
+    return str(reason) if reason else None
 
 
 def require(module: str, extra: str) -> ModuleType:

@@ -24,6 +24,14 @@ How the pieces meet:
   stands is scored with the same reward as a terminal step (:meth:`mua_gym.MuaEnv.finish`): a task half
   done scores as such, and on a task where an untouched world would already be paid (some of TAU2's need
   no write) a cut rollout earns 0.0.
+- A void episode (:attr:`mua_gym.AsyncMuaEnv.void`: the user failed, or broke its scenario under
+  ``on_user_fault="void"``, at the reset or at any later step) has ``get_reward()`` return None, which TRL 1.16
+  leaves out of training: ``GRPOTrainer._calculate_rewards`` turns None into NaN (trl/trainer/grpo_trainer.py:1630),
+  a row whose every reward is NaN is "unscorable" (:2759) and left out of its group's mean and std (:2764-2770), and
+  its advantage is set to 0 (:2810), so with the default ``beta=0.0`` its tokens add nothing to the loss (with
+  ``beta > 0`` the KL term still pulls them toward the reference model). TRL logs a warning for it. Other
+  ``reward_funcs`` must return None for it too (each gets ``environments``: check ``environments[i].void``), or
+  the row is scored on them.
 
 Evaluating the model being trained in the same protocol: :class:`PolicyAgent` is a :class:`mua_gym.agents.Agent`
 that plays a mua_gym env the way this loop plays it (the same prompt, tools, token sequence, tool-call parser and
@@ -39,7 +47,7 @@ import inspect
 from typing import Any, Callable
 
 from mua_gym.agents import Agent
-from mua_gym.integrations import require
+from mua_gym.integrations import require, void_reason
 from mua_gym.tool_functions import tool_method
 
 __all__ = ["SEND_MESSAGE", "TALKING", "PolicyAgent", "agent_factory", "dataset", "demonstrations",
@@ -81,16 +89,25 @@ class _MuaToolEnv:
             raise KeyError("each dataset row needs a 'task_id' (mua_gym.integrations.trl.dataset makes them)")
         self._reward = None
         observation, info = self._env.reset(seed=row.get("seed"), options={"task_id": str(row["task_id"])})
-        if "user_error" in info:  # the episode is void; the rollout scores 0.0
-            self._reward = self._env.finish()
-            return f"(the user could not start: {info['user_error']})"
+        void = void_reason(self._env, info)
+        if void is not None:  # ended here, so the tools only say it is over; get_reward leaves the rollout out
+            self._env.finish()
+            return f"(the conversation could not start: {void})"
         return str(observation[-1]["content"])
 
-    def get_reward(self) -> float:
-        """The episode's reward; a rollout TRL stopped early is scored as the world stands."""
+    def get_reward(self) -> float | None:
+        """The episode's reward (a rollout TRL stopped early is scored as the world stands), or None for a void
+        episode: TRL leaves a rollout whose every reward is None out of training (see the module docstring)."""
+        if self.void is not None:
+            return None
         if self._reward is None:
             self._reward = self._env.finish()
         return self._reward
+
+    @property
+    def void(self) -> str | None:
+        """Why this rollout's episode is void (``"user_error: ..."``, ``"user_fault: ..."``), or None."""
+        return void_reason(self._env)
 
     def send_message_to_user(self, message: str) -> str:
         """Send a message to the user and get their reply.
@@ -525,7 +542,7 @@ def demonstrations(env_id: str, task_ids: list[str], *, agent: str = "fair", see
             scripted = make_agent(agent, task=env.core.task, seed=seed)
             scripted.reset(info)
             actions = []
-            while not env.core.done and "user_error" not in info:
+            while not env.core.done and void_reason(env, info) is None:
                 action = scripted.act(observation)
                 actions.append(action)
                 observation, _, _, _, info = env.step(action)

@@ -208,3 +208,61 @@ def test_the_readme_block_trains_a_step(tokenizer, tmp_path, monkeypatch):
                                  per_device_train_batch_size=2, max_completion_length=32, use_cpu=True, bf16=False)
     assert trainer.state.global_step == 1
     assert any(key.startswith("rewards/MuaMockEnv") for key in trainer.state.log_history[0])
+
+
+def breaking(monkeypatch, how: str, at: int, task_id: str | None = None) -> None:
+    """Every env ``mua_gym.make`` builds from now on gets its own :class:`Breaks` user; ``on_user_fault="void"``."""
+    from integrations.void_users import Breaks
+
+    real = mua_gym.make
+
+    def make(env_id, **kwargs):
+        env = real(env_id, **{**kwargs, "on_user_fault": "void"})
+        env.unwrapped.core.user = Breaks(how, at, task_id)
+        return env
+
+    monkeypatch.setattr(mua_gym, "make", make)
+
+
+@pytest.mark.parametrize("how", ["fault", "error"])
+@pytest.mark.parametrize("at", [0, 1])
+def test_a_void_episode_has_no_reward_for_trl_to_train_on(monkeypatch, how, at):
+    breaking(monkeypatch, how, at)
+    env = mua_trl.environment_factory("mua/Mock-v0")()
+    try:
+        opening = env.reset(task_id="mock-cancel-card", seed=0)
+        if at == 0:  # void from the opening: the episode is over before the model speaks
+            assert opening.startswith("(the conversation could not start: user_")
+        reply = env.send_message_to_user(message="Which order would you like to cancel?")
+        assert "conversation is over" in reply
+        assert env.void.startswith("user_fault: invented_fact" if how == "fault" else "user_error: RuntimeError")
+        assert env.get_reward() is None and env.env.trajectory().void == env.void
+        env.reset(task_id="mock-cancel-card", seed=0)  # TRL reuses the instance: the next episode is its own
+        assert env.void is (None if at else env.void)
+    finally:
+        env.env.close()
+
+
+@pytest.mark.slow
+def test_trls_trainer_leaves_void_rollouts_out_of_the_group_statistics(tokenizer, tmp_path, monkeypatch):
+    """A real GRPO step: one task's user faults mid-episode (void), the other task is solved. TRL turns the void
+    rollouts' None rewards into NaN and leaves them out: the step's logged reward is the solved ones' 1.0, not 0.5."""
+    from integrations.steered_llama import tiny_llama
+
+    full = mua_trl.dataset(ENV, split="test")
+    solved, voided = full[0]["task_id"], full[1]["task_id"]
+    opening_solved, play = oracle_turns(ENV, solved, seed=7)
+    opening_voided, _ = oracle_turns(ENV, voided, seed=7)
+    scripts = {opening_solved: play, opening_voided: [say("Could you confirm your order number?"), GOODBYE]}
+    model = tiny_llama(tokenizer).steer(tokenizer, scripts, after=GOODBYE)
+    dataset = full.select([0, 1]).add_column("seed", [7, 7])
+    breaking(monkeypatch, "fault", 1, voided)
+    factory = recording(mua_trl.environment_factory(ENV, split="test", max_turns=60))
+    trainer = grpo(tokenizer, model, dataset, factory, tmp_path, steps=1)
+
+    rewards = sorted((task, str(reward)) for task, reward, _ in factory.rollouts)
+    assert rewards == sorted([(solved, "1.0")] * 2 + [(voided, "None")] * 2)
+    assert all(t.void.startswith("user_fault") for task, _, t in factory.rollouts if task == voided)
+    logged = trainer.state.log_history[0]
+    assert logged["reward"] == pytest.approx(1.0)  # the void rollouts entered no mean (with them: 0.5)
+    assert logged[f"rewards/{factory.__name__}/mean"] == pytest.approx(1.0)
