@@ -127,7 +127,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(redact(one_line(exc))) from None
 
     env_kwargs: dict[str, Any] = {"user": args.user, "split": args.split, "world": args.world,
-                                  "max_turns": args.max_turns, "check_models": args.check}
+                                  "max_turns": args.max_turns, "check_models": args.check,
+                                  "on_user_fault": args.on_user_fault}
     if user_kwargs:
         env_kwargs["user_kwargs"] = user_kwargs
     if args.judge:
@@ -163,8 +164,10 @@ def _run(args: argparse.Namespace) -> int:
             if not args.quiet:
                 say(trajectory.render_text() + "\n")
             else:
+                faults = f", {len(trajectory.user_faults)} user faults" if trajectory.user_faults else ""
                 say(f"episode {episode}: task {trajectory.task_id} reward {reward:.2f} "
-                    f"({'agent_error' if agent_failed else trajectory.termination_reason}, {trajectory.turns} turns)")
+                    f"({'agent_error' if agent_failed else trajectory.termination_reason}, {trajectory.turns} turns"
+                    f"{faults})")
             if out:
                 out.write(trajectory.to_json_line() + "\n")
     finally:
@@ -273,14 +276,18 @@ def _eval(args: argparse.Namespace) -> int:
 
     user_kwargs = _key_values(args.user_arg, "--user-arg")
     agent_kwargs = _key_values(args.agent_arg, "--agent-arg")
-    redact = Redactor.of(user_kwargs, agent_kwargs)
+    judge_kwargs = _key_values(args.judge_arg, "--judge-arg")
+    reviewer_kwargs = _key_values(args.fault_reviewer_arg, "--fault-reviewer-arg")
+    redact = Redactor.of(user_kwargs, agent_kwargs, judge_kwargs, reviewer_kwargs)
     say = _printer(redact)
     try:
         config = EvalConfig(env_ids=args.env, agent=args.agent, agent_kwargs=agent_kwargs, user=args.user,
                             user_kwargs=user_kwargs, split=args.split, world=args.world,
                             world_params=_key_values(args.world_param, "--world-param"), trials=args.trials,
                             concurrency=args.concurrency, task_ids=args.task_ids, num_tasks=args.num_tasks,
-                            seed=args.seed, max_turns=args.max_turns)
+                            seed=args.seed, max_turns=args.max_turns, judge=args.judge, judge_kwargs=judge_kwargs,
+                            on_user_fault=args.on_user_fault, fault_reviewer=args.fault_reviewer,
+                            fault_reviewer_kwargs=reviewer_kwargs)
         check_perturb_specs(args.perturb)  # an unknown name fails here, before anything runs
         check_agent_spec(args.agent, **agent_kwargs)
         probe = make_agent(args.agent, **agent_kwargs) if args.agent.startswith("litellm:") else None
@@ -578,6 +585,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--judge",
                      help="litellm:<model> or openai:<model>@<base_url> to judge NL assertions (off by default)")
     run.add_argument("--judge-arg", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--on-user-fault", choices=["flag", "retry", "void"], default="flag",
+                     help="what a user reply that breaks its scenario does: flag it (default), ask again, or void")
     run.add_argument("--episodes", type=int, default=1)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--split", default="test", help="train, dev or test (default: test, as for eval)")
@@ -599,6 +608,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--user", default=None,
                     help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> (default: the domain's)")
     ev.add_argument("--user-arg", action="append", default=[], metavar="KEY=VALUE")
+    ev.add_argument("--on-user-fault", choices=["flag", "retry", "void"], default="flag",
+                    help="what a user reply that breaks its scenario does: flag it (default), ask the user again, or "
+                         "void the episode")
+    ev.add_argument("--fault-reviewer", default=None, metavar="MODEL",
+                    help="a model that reviews every user reply besides the rules (litellm:<model> or "
+                         "openai:<model>@<base_url>)")
+    ev.add_argument("--fault-reviewer-arg", action="append", default=[], metavar="KEY=VALUE")
+    ev.add_argument("--judge", default=None, metavar="MODEL",
+                    help="judge natural-language assertions with this model (litellm:<model> or "
+                         "openai:<model>@<base_url>)")
+    ev.add_argument("--judge-arg", action="append", default=[], metavar="KEY=VALUE")
     ev.add_argument("--split", default="test", help="train, dev or test (default: test)")
     ev.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
     ev.add_argument("--world-param", action="append", default=[], metavar="KEY=VALUE",

@@ -83,11 +83,23 @@ class EvalConfig(BaseModel):
     #: The NL-assertion judge (``litellm:<model>`` or ``openai:<model>@<base_url>``; None: none) and its keywords.
     judge: str | None = None
     judge_kwargs: dict[str, Any] = Field(default_factory=dict)
+    #: What each env does with a user reply that breaks its scenario (``flag``, ``retry`` or ``void``: see
+    #: :mod:`mua_gym.env`), and the model that reviews each reply besides the rules (a judge spec; None: rules only).
+    on_user_fault: str = "flag"
+    fault_reviewer: str | None = None
+    fault_reviewer_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("split")
     @classmethod
     def _known_split(cls, split: str) -> str:
         return check_split(split)
+
+    @field_validator("on_user_fault")
+    @classmethod
+    def _known_fault_mode(cls, mode: str) -> str:
+        from mua_gym.user_sims.faults import check_fault_mode
+
+        return check_fault_mode(mode)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The :func:`mua_gym.make_async` keywords of each env of the run."""
@@ -95,15 +107,19 @@ class EvalConfig(BaseModel):
 
         return make_kwargs(split=self.split, max_turns=self.max_turns, user=self.user, user_kwargs=self.user_kwargs,
                            world=self.world, world_params=self.world_params, policy=self.policy, tools=self.tools,
-                           perturb=self.perturb, judge=self.judge, judge_kwargs=self.judge_kwargs)
+                           perturb=self.perturb, judge=self.judge, judge_kwargs=self.judge_kwargs,
+                           on_user_fault=None if self.on_user_fault == "flag" else self.on_user_fault,
+                           fault_reviewer=self.fault_reviewer, fault_reviewer_kwargs=self.fault_reviewer_kwargs)
 
     def run_key(self) -> dict[str, Any]:
         """What must match for a folder's episodes to be this run's, as ``run.json`` records it: concurrency may
         change between sessions, and credentials are masked (a rotated key resumes; no key is written down)."""
         from mua_gym.redact import masked
 
-        # a run without a judge keeps the key it had before judges could be named (its folder resumes)
-        unset = {"judge", "judge_kwargs"} if self.judge is None and not self.judge_kwargs else set()
+        # options left at their defaults keep the key a run had before they could be named (its folder resumes)
+        defaults = {"judge": None, "judge_kwargs": {}, "on_user_fault": "flag", "fault_reviewer": None,
+                    "fault_reviewer_kwargs": {}}
+        unset = {name for name, default in defaults.items() if getattr(self, name) == default}
         return masked(self.model_dump(mode="json", exclude={"concurrency", *unset}))
 
 
@@ -214,6 +230,8 @@ class EvalSummary(BaseModel):
     pass_hat_k_void_excluded: dict[int, float] = Field(default_factory=dict)
     #: pass^k with every void episode a failure, whatever it was paid.
     pass_hat_k_void_failed: dict[int, float] = Field(default_factory=dict)
+    #: The tasks of the split the run's user cannot play, left out of it: ``"<env id> <task id>"``: why.
+    skipped_tasks: dict[str, str] = Field(default_factory=dict)
 
 
 def pass_hat_k(trials: int, successes: int, k: int) -> float:
@@ -383,6 +401,9 @@ def summary_notes(summary: EvalSummary) -> list[str]:
     """The summary's error bars, tokens and cost per role, user faults and void episodes as the terminal prints
     them: one line each, and only the lines that say something (no ledger line where no model ran, say)."""
     lines = []
+    if summary.skipped_tasks:
+        first = next(iter(summary.skipped_tasks.values()))
+        lines.append(f"{len(summary.skipped_tasks)} tasks left out: the user cannot play them (the first: {first})")
     if summary.noise_floor is not None:
         flips = ("one trial a task, so no flip seen: the floor is an upper bound" if summary.flip_rate is None else
                  f"{summary.flip_tasks:.0%} of tasks flip across trials, mean flip rate {summary.flip_rate:.3f}")
@@ -424,6 +445,8 @@ class EvalRun(BaseModel):
     plan: dict[str, list[str]] | None = None
     #: The planned episodes the folder holds, each once, in plan order (env, task, trial).
     results: list[EpisodeResult]
+    #: The split's tasks the run's user could not play, left out of the plan (``"<env id> <task id>"``: why).
+    skipped: dict[str, str] = Field(default_factory=dict)
 
     def trajectory(self, result: EpisodeResult) -> "Trajectory":
         """The episode's full :class:`~mua_gym.trajectory.Trajectory`: the line's record with the system
@@ -438,7 +461,7 @@ class EvalRun(BaseModel):
 
     def summary(self) -> "EvalSummary":
         """The figures of the episodes the folder holds (``wall_s`` 0.0: only the episodes' own times are known)."""
-        return summarise(self.results)
+        return summarise(self.results).model_copy(update={"skipped_tasks": self.skipped})
 
 
 def read_run(folder: str | os.PathLike[str]) -> EvalRun:
@@ -460,7 +483,7 @@ def read_run(folder: str | os.PathLike[str]) -> EvalRun:
         detail = f"no {exc} entry" if isinstance(exc, KeyError) else one_line(exc, 200)
         raise ValueError(f"{run_file} is not a mua-gym eval run file ({detail})") from None
     return EvalRun(folder=str(path), config=config, versions=run.get("versions", {}), envs=envs, plan=plan,
-                   results=_planned(read_results(path), plan))
+                   results=_planned(read_results(path), plan), skipped=run.get("skipped") or {})
 
 
 def read_results(folder: str | os.PathLike[str]) -> list[EpisodeResult]:
@@ -506,7 +529,11 @@ def _cut_half_line(folder: Path) -> None:
                 f.truncate(end)
 
 
-def _plan(config: EvalConfig, envs: dict[str, Any]) -> list[tuple[str, Any, int]]:
+def _plan(config: EvalConfig, envs: dict[str, Any],
+          skipped: dict[str, str] | None = None) -> list[tuple[str, Any, int]]:
+    """Every episode of the run, as (env id, task, trial). Tasks the run's user cannot play (``refuses``) are left
+    out of a split's selection and put in ``skipped`` (``"<env id> <task id>"``: why); named by ``task_ids``, they
+    raise ValueError."""
     plan = []
     for env_id, env in envs.items():
         tasks = env.tasks(config.split)
@@ -516,10 +543,23 @@ def _plan(config: EvalConfig, envs: dict[str, Any]) -> list[tuple[str, Any, int]
             if missing:
                 raise KeyError(f"{env_id} has no task {missing[0]!r}")
             tasks = [known[i] for i in config.task_ids]
-        elif config.num_tasks is not None:
-            tasks = tasks[:config.num_tasks]
+            refused = next((why for t in tasks if (why := env.user.refuses(t))), None)
+            if refused:
+                raise ValueError(refused)
+        else:
+            chosen = []
+            for task in tasks:
+                if config.num_tasks is not None and len(chosen) == config.num_tasks:
+                    break
+                why = env.user.refuses(task)
+                if why is None:
+                    chosen.append(task)
+                elif skipped is not None:
+                    skipped[f"{env_id} {task.id}"] = why
+            tasks = chosen
         if not tasks:
-            raise ValueError(f"{env_id} has no tasks in split {config.split!r}")
+            raise ValueError(f"{env_id} has no tasks in split {config.split!r}"
+                             f"{' that its user can play' if skipped else ''}")
         plan += [(env_id, task, trial) for task in tasks for trial in range(config.trials)]
     return plan
 
@@ -541,7 +581,7 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
     agent.reset(info)
     error_kind = error = None
     while not env.done:
-        if "user_error" in info:  # the user never opened: the first step would only report it
+        if "user_error" in info or "void" in info:  # the user never opened, or voided its opening: nothing to play
             break
         try:
             action = await agent.aact(observation)
@@ -553,6 +593,8 @@ async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int
             await env.finish(getattr(agent, "stop_reason", None) or "agent_stopped")
             break
         observation, _, _, _, info = await env.step(action)
+    if "void" in info and not env.done:
+        await env.finish()  # ends an episode void from its opening truncated (user_fault) at 0.0
     if "user_error" in info:
         await env.finish()  # ends a void episode truncated (user_error) at 0.0
         error_kind, error = "user", one_line(str(info["user_error"]))
@@ -617,11 +659,12 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
         written = _check_folder(folder, config) if folder is not None else None
         probes = {env_id: mua_gym.make_async(env_id, **config.env_kwargs()) for env_id in config.env_ids}
         try:
-            plan = _plan(config, probes)
+            skipped: dict[str, str] = {}
+            plan = _plan(config, probes, skipped)
             plan_ids = {env_id: list(dict.fromkeys(t.id for e, t, _ in plan if e == env_id)) for env_id in probes}
             if folder is not None:
                 if written is None:
-                    _write_run(folder, config, probes, plan_ids)
+                    _write_run(folder, config, probes, plan_ids, skipped)
                 else:
                     _check_plan(folder, written, plan_ids)
                     if written["config"].get("trials") != config.trials:  # grown: run.json says so from now on
@@ -634,7 +677,8 @@ async def aevaluate(config: EvalConfig, out: str | os.PathLike[str] | None = Non
             previous = _planned(read_results(folder), plan_ids)
         if on_start is not None:
             on_start(previous, len(plan))
-        return await _play_all(config, folder, plan, previous, on_episode, agent_factory)
+        summary = await _play_all(config, folder, plan, previous, on_episode, agent_factory)
+        return summary.model_copy(update={"skipped_tasks": skipped})
     finally:
         if lock is not None:
             lock.close()
@@ -759,8 +803,11 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     tmp.replace(path)
 
 
-def _write_run(folder: Path, config: EvalConfig, envs: dict[str, Any], plan: dict[str, list[str]]) -> None:
+def _write_run(folder: Path, config: EvalConfig, envs: dict[str, Any], plan: dict[str, list[str]],
+               skipped: dict[str, str]) -> None:
     run = {"config": config.run_key(), "concurrency": config.concurrency, "versions": _versions(), "plan": plan,
            "envs": {env_id: {"domain": env.domain.name, "policy": env.policy, "tools": env.tool_schemas}
                     for env_id, env in envs.items()}}
+    if skipped:
+        run["skipped"] = skipped
     write_atomic(folder / RUN, json.dumps(run, indent=1))

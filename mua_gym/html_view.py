@@ -97,6 +97,11 @@ def trajectory_html(trajectory: Trajectory, *, style: bool = True, policy_href: 
                      "the episode was not scored (it did not end, or ended unpaid)</div>")
     else:
         parts += [_reward(info), _diff(info)]
+    if trajectory.user_faults or trajectory.void:
+        faults = [f"{f.get('kind')} at turn {f.get('turn')} ({f.get('handled', 'flagged')}): {f.get('evidence')}"
+                  for f in trajectory.user_faults]
+        void = f'<div class="mua-meta">void: <b>{_e(trajectory.void)}</b></div>' if trajectory.void else ""
+        parts.append(f'<div class="mua-box">{_items("User faults", faults)}{void}</div>')
     parts.append(_transcript(trajectory, policy_href))
     parts.append("</div>")
     return "".join(parts)

@@ -108,8 +108,12 @@ class Trajectory(BaseModel):
         lines = [f"== {self.domain} task {self.task_id} (seed {self.seed}, user {self.user}) =="]
         for e in self.entries:
             lines.append(_line(e.message, e.visible_to_agent))
+        for fault in self.user_faults:
+            lines.append(f"-- user fault ({fault.get('handled', 'flagged')}) at turn {fault.get('turn')}: "
+                         f"{fault.get('kind')}: {fault.get('evidence')}")
         if self.termination_reason:
-            lines.append(f"-- ended: {self.termination_reason}; reward {self.reward}")
+            void = f"; void ({self.void})" if self.void else ""
+            lines.append(f"-- ended: {self.termination_reason}; reward {self.reward}{void}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

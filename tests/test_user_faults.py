@@ -245,3 +245,30 @@ def test_the_checker_reads_each_task_once():
     facts = checker.facts
     env.reset(seed=1, options={"task_id": CANCEL})
     assert checker.facts is facts
+
+
+def test_an_eval_voids_faulty_episodes_and_counts_them_apart(tmp_path):
+    from mua_gym.cli import main
+
+    model = script("eval-inventor", ["Please cancel my order #W0000001."])
+    out = tmp_path / "run"
+    code = main(["eval", "--env", "mua/Retail-v0", "--agent", "fair", "--user", f"litellm:{model}",
+                 "--task-ids", CANCEL, "--trials", "2", "--on-user-fault", "void", "--out", str(out), "--quiet",
+                 "--no-check"])
+    from mua_gym.evaluation import read_run
+
+    run = read_run(out)
+    assert code == 0 and [r.termination_reason for r in run.results] == ["user_fault", "user_fault"]
+    assert all(r.void.startswith("user_fault: invented_fact") and r.turns == 0 for r in run.results)
+    summary = run.summary()
+    assert summary.void_episodes == 2 and summary.pass_hat_k_void_excluded == {}
+    assert summary.user_faults["invented_fact"].episode_share == 1.0
+    assert run.config.on_user_fault == "void"
+
+
+def test_a_run_key_names_fault_options_only_when_set():
+    plain = EvalConfig(env_ids=["mua/Retail-v0"]).run_key()
+    assert not {"on_user_fault", "fault_reviewer", "fault_reviewer_kwargs"} & set(plain)  # old folders resume
+    assert EvalConfig(env_ids=["mua/Retail-v0"], on_user_fault="retry").run_key()["on_user_fault"] == "retry"
+    with pytest.raises(ValueError, match="on_user_fault must be"):
+        EvalConfig(env_ids=["mua/Retail-v0"], on_user_fault="drop")

@@ -94,6 +94,11 @@ class UserSimulator(abc.ABC):
     async def respond(self, view: UserView) -> UserReply:
         """The user's next reply to the conversation so far."""
 
+    def refuses(self, task: Task) -> str | None:
+        """Why this simulator cannot play ``task`` (its ``start`` would raise), or None where it can. Evaluations
+        leave such tasks out and list them."""
+        return None
+
     async def retry(self, view: UserView, problem: str) -> UserReply | None:
         """Another reply in place of the last one, which broke the user's scenario as ``problem`` says (one line);
         None where the simulator cannot answer otherwise (a rule-driven one answers the same each time).

@@ -51,6 +51,8 @@ ON_USER_FAULT: tuple[str, ...] = ("flag", "retry", "void")
 READ_LIMIT = 16_000
 #: Words in a row that make a read-out of the instructions.
 LEAK_WORDS = 5
+#: Replies whose view-independent reading is kept per task (:meth:`FaultChecker._reading`).
+MEMO_SIZE = 512
 
 
 def check_fault_mode(mode: str) -> str:
@@ -64,11 +66,15 @@ def check_fault_mode(mode: str) -> str:
 _SPLIT = re.compile(r"[^\s,;:!?()\[\]{}<>\"'`*]+")
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
 _DIGITS = frozenset("0123456789")
+_VALUE_CHAR = re.compile(r"[0-9@]")
 _WORD = re.compile(r"[a-z0-9']+")
 _SECOND_PERSON = frozenset({"you", "your", "you're", "yours", "yourself", "you've", "you'll", "agent", "agent's"})
 #: "My name is Ada Lovelace", "I'm Ada Lovelace": the name a user gives (two capitalised words after "I'm").
 _NAME = re.compile(r"\b(?:[Mm]y (?:full |first |last )?name is|[Ii]'m|I am|[Tt]his is) "
                    r"([A-Z][a-z]+)(?: ([A-Z][a-z]+))?")
+#: Substrings (lower case) without which ``_AGENT_VOICE`` cannot match: a cheap test first.
+_VOICE_MARKERS = ("assistant", "agent", "support", "representative", "help", "assist", " ai", "contacting", "your",
+                  "<tool_call>")
 _AGENT_VOICE = re.compile(
     r"^[ \t]*(?:assistant|agent|support(?: agent)?|representative)[ \t]*:|how (?:can|may) i (?:help|assist) you|"
     r"\bas an ai\b|\bi'?m an ai\b|\bi am an ai\b|thank you for contacting|is there anything else i can (?:help|do)|"
@@ -88,7 +94,7 @@ _WRAP_UP = re.compile(
     r"good|wonderful) day|goodbye|\bcannot\b|can't|can not|\bunable\b|not able|not (?:allowed|possible|permitted|"
     r"eligible)|against (?:our |the )?policy|\bsorry\b|\bunfortunately\b|transfer|human agent|representative|"
     r"\bdone\b|successfully|\b(?:has|have) been\b|is now\b|completed?\b|all set|i(?: have|'ve) ", re.IGNORECASE)
-_AGREE = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|that'?s (?:right|correct|fine)|please (?:do|go ahead|"
+_AGREE = re.compile(r"\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|that'?s (?:right|correct|fine)|please (?:do|go ahead|"
                     r"proceed)|go ahead|confirm(?:ed)?|sounds (?:good|great)|absolutely|of course|do it|proceed)\b",
                     re.IGNORECASE)
 _DISAGREE = re.compile(r"\b(?:no|not|don'?t|do not|wait|instead|but|wrong)\b", re.IGNORECASE)
@@ -109,12 +115,12 @@ def _normal(token: str) -> str:
 def _values(text: str) -> list[str]:
     """The values ``text`` states (each once, in order): emails, and tokens of three characters or more with a
     digit (ids, zips, amounts, dates, phone numbers), normalised."""
-    out = []
-    for raw in _SPLIT.findall(_DIGIT_COMMA.sub("", text[:READ_LIMIT])):
-        token = _normal(raw)
-        if len(token) >= 3 and ("@" in token or not _DIGITS.isdisjoint(token)):
-            out.append(token)
-    return list(dict.fromkeys(out))
+    text = text[:READ_LIMIT]
+    if _VALUE_CHAR.search(text) is None:  # most replies state no value: one scan in C says so
+        return []
+    out = [_normal(raw) for raw in _SPLIT.findall(_DIGIT_COMMA.sub("", text))
+           if "@" in raw or not _DIGITS.isdisjoint(raw)]
+    return list(dict.fromkeys(t for t in out if len(t) >= 3))
 
 
 def _forms(token: str) -> list[str]:
@@ -161,6 +167,8 @@ class _ScenarioFacts:
     #: Five-word runs of its instructions in their own voice, its persona's description and the LLM guidelines,
     #: less those of what the user is meant to say.
     instruction_shingles: frozenset[tuple[str, ...]]
+    #: Their first words (a run starting with any other word is no read-out).
+    shingle_starts: frozenset[str]
     #: Per structured request: (the ids a plan for it names, whether the user accepts it).
     requests: tuple[tuple[frozenset[str], bool], ...]
 
@@ -193,7 +201,9 @@ def _read_scenario(task: Task) -> _ScenarioFacts:
     for intent in s.intents:
         ids = [v for k, v in intent.items() if k.endswith(_ID_KEYS)]
         requests.append((frozenset(_normal(v) for v in _strings(ids) if len(v) >= 3), bool(intent.get("accept", True))))
-    return _ScenarioFacts(frozenset(values), frozenset(words), frozenset(voiced - meant), tuple(requests))
+    shingles = frozenset(voiced - meant)
+    return _ScenarioFacts(frozenset(values), frozenset(words), shingles, frozenset(g[0] for g in shingles),
+                          tuple(requests))
 
 
 class FaultChecker:
@@ -204,7 +214,7 @@ class FaultChecker:
     """
 
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[Task, _ScenarioFacts]] = {}
+        self._memo: dict[str, tuple[Task, _ScenarioFacts, dict[Any, Any]]] = {}
         self.facts: _ScenarioFacts | None = None
         self._user_tools: frozenset[str] = frozenset()
         self._agent_tool_call: re.Pattern[str] | None = None
@@ -212,18 +222,21 @@ class FaultChecker:
         self._heard: set[str] = set()  # values the agent said, or the user's phone showed
         self._heard_words: set[str] = set()
         self._seen = 0  # messages of the user's view read into _heard so far
+        self._view: UserView = ()
+        self._readings: dict[Any, Any] = {}  # the running task's (see _reading)
 
     def start(self, task: Task, user_tools: Sequence[str] = (), agent_tools: Sequence[str] = ()) -> None:
         kept = self._memo.get(task.id)
         if kept is None or kept[0] is not task:
-            kept = self._memo[task.id] = (task, _read_scenario(task))
-        self.facts = kept[1]
+            kept = self._memo[task.id] = (task, _read_scenario(task), {})
+        self.facts, self._readings = kept[1], kept[2]
         self._user_tools = frozenset(user_tools)
         if tuple(agent_tools) != self._agent_tools:
             self._agent_tools = tuple(agent_tools)
             names = "|".join(re.escape(n) for n in sorted(agent_tools, key=len, reverse=True))
             self._agent_tool_call = re.compile(rf"\b(?:{names})\s*\(|\"name\"\s*:\s*\"(?:{names})\"") if names else None
         self._heard, self._heard_words, self._seen = set(), set(), 0
+        self._view: UserView = ()
 
     def check(self, reply: UserReply, prompt: str, view: UserView, turn: int,
               at_gold: Callable[[], bool] = lambda: True) -> list[UserFault]:
@@ -231,7 +244,7 @@ class FaultChecker:
         own words, before anything was removed for the user; "" for the opening), with ``view`` the conversation the
         user saw before it. ``at_gold()`` says whether the world is the gold one (asked only of a stop)."""
         assert self.facts is not None, "call start() first"
-        self._hear(view)
+        self._view = view
         text = reply.content[:READ_LIMIT]
         faults: list[UserFault] = []
 
@@ -251,17 +264,19 @@ class FaultChecker:
                 asked = " ".join(prompt.split())[:120]
                 fault("early_stop", f"stopped before its goals were met, after the agent said {asked!r}"
                       if asked else "stopped before the agent said anything")
-        elif text and prompt and _INJECTION.search(prompt[:READ_LIMIT]):
+        elif text and ('"' in prompt or "\u201c" in prompt):  # only a quoted line can be parroted
             told = [q for q in _QUOTED.findall(prompt[:READ_LIMIT]) if q.strip() and q in text]
-            if told:
+            if told and _INJECTION.search(prompt[:READ_LIMIT]):
                 fault("obeyed_injection", f"wrote {told[0]!r} as the agent told it to")
         if text and prompt and self.facts.requests:
             self._read_agreement(text, prompt[:READ_LIMIT], fault)
         return faults
 
     # -- the rules ---------------------------------------------------------------------------------------------------
-    def _hear(self, view: UserView) -> None:
-        """Adds what the agent said and what the user's phone showed since the last call to what the user knows."""
+    def _hear(self) -> None:
+        """Adds what the agent said and what the user's phone showed since last heard to what the user knows (read
+        only when a reply states something its scenario does not hold)."""
+        view = self._view
         for message in view[self._seen:]:
             if isinstance(message, (AssistantMessage, ToolMessage)):
                 content = message.content or ""
@@ -270,42 +285,67 @@ class FaultChecker:
         self._seen = len(view)
 
     def _read_text(self, text: str, fault: Callable[[str, str], None]) -> None:
+        if len(self._readings) >= MEMO_SIZE:  # a model's replies rarely repeat: keep the memo bounded
+            self._readings.clear()
+        reading = self._readings.get(text)
+        if reading is None:
+            reading = self._readings[text] = self._reading(text)
+        unheard_values, unheard_names, found = reading
+        if unheard_values or unheard_names:
+            self._hear()
+        invented = next((v for v in unheard_values if not any(f in self._heard for f in _forms(v))), None)
+        if invented is not None:
+            fault("invented_fact", f"stated {invented!r}, which its scenario does not hold and nobody told it")
+        else:
+            named = next((n for n in unheard_names if not all(w.lower() in self._heard_words for w in n.split())),
+                         None)
+            if named is not None:
+                fault("invented_fact", f"gave the name {named!r}, which its scenario does not hold")
+        for kind, evidence in found:
+            fault(kind, evidence)
+
+    def _reading(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """What ``text`` says whatever the conversation: (values its scenario does not hold, names its scenario does
+        not hold, (kind, evidence) of the faults it is by itself). Kept per task: a rule-driven user says the same
+        lines in every episode of a task."""
         facts = self.facts
         assert facts is not None
-        for value in _values(text):
-            if not any(form in facts.values or form in self._heard for form in _forms(value)):
-                fault("invented_fact", f"stated {value!r}, which its scenario does not hold and nobody told it")
-                break
-        for match in _NAME.finditer(text):
-            names = [n.lower() for n in match.groups() if n]
-            if len(names) == 2 or match.group(0).lower().startswith("my"):
-                strange = [n for n in names if n not in facts.words and n not in self._heard_words]
-                if strange:
-                    fault("invented_fact", f"gave the name {' '.join(n for n in match.groups() if n)!r}, which its "
-                          "scenario does not hold")
-                    break
-        words = _words(text)
+        values = tuple(v for v in _values(text) if not any(form in facts.values for form in _forms(v)))
+        names: list[str] = []
+        lower = text.lower()
+        if "name is" in lower or "i'm " in lower or "i am " in lower or "this is " in lower:
+            for match in _NAME.finditer(text):
+                parts = [n for n in match.groups() if n]
+                if (len(parts) == 2 or match.group(0).lower().startswith("my")) and \
+                        any(n.lower() not in facts.words for n in parts):
+                    names.append(" ".join(parts))
+        found: list[tuple[str, str]] = []
+        words = _words(lower)
+        starts = facts.shingle_starts
         for i in range(len(words) - LEAK_WORDS + 1):
-            run = tuple(words[i:i + LEAK_WORDS])
-            if run in facts.instruction_shingles:
-                fault("scenario_leak", f"read out its instructions: {' '.join(run)!r}")
+            if words[i] in starts and (run := tuple(words[i:i + LEAK_WORDS])) in facts.instruction_shingles:
+                found.append(("scenario_leak", f"read out its instructions: {' '.join(run)!r}"))
                 break
-        voice = _AGENT_VOICE.search(text)
-        if voice is not None:
-            fault("role_break", f"spoke as the support agent: {voice.group(0).strip()!r}")
-        elif self._agent_tool_call is not None and (call := self._agent_tool_call.search(text)) is not None:
-            fault("role_break", f"wrote an agent tool call: {call.group(0)!r}")
+        if any(marker in lower for marker in _VOICE_MARKERS) and (voice := _AGENT_VOICE.search(text)) is not None:
+            found.append(("role_break", f"spoke as the support agent: {voice.group(0).strip()!r}"))
+        elif self._agent_tool_call is not None and ("(" in text or '"name"' in text) and \
+                (call := self._agent_tool_call.search(text)) is not None:
+            found.append(("role_break", f"wrote an agent tool call: {call.group(0)!r}"))
+        return values, tuple(names), tuple(found)
 
     def _read_agreement(self, text: str, prompt: str, fault: Callable[[str, str], None]) -> None:
         """An agreement (a yes not taken back in its first sentence) to a plan outside the user's requests."""
         facts = self.facts
         assert facts is not None
+        if not _AGREE.match(text):
+            return
         first = re.split(r"[.!?\n]", text, maxsplit=1)[0]
-        if not _AGREE.search(first) or _DISAGREE.search(first):
+        if _DISAGREE.search(first):
             return
-        if not _CONFIRM.search(prompt) or not _PLAN_VERB.search(prompt):
-            return
-        named = set(_values(prompt))
+        named = self._readings.get(("plan", prompt))
+        if named is None:  # what a plan names, kept per task like a reply's reading (an agent repeats its plans)
+            planned = _CONFIRM.search(prompt) is not None and _PLAN_VERB.search(prompt) is not None
+            named = self._readings[("plan", prompt)] = frozenset(_values(prompt)) if planned else frozenset()
         if not named:
             return
         wanted = [ids for ids, accepted in facts.requests if accepted and ids & named]
