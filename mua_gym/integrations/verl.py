@@ -21,18 +21,19 @@ dataset row whose ``agent_name`` is ``"mua_gym"``. Its ``run`` plays one episode
   ``tool_calls``: seconds spent generating and in the env), and ``extra_fields["reward_extra_info"]`` with
   ``mua_reward``, ``mua_cut`` (1.0: the budget stopped it), ``mua_truncated``, ``mua_turns``,
   ``mua_tool_errors`` and ``mua_void`` (numbers verl logs per data source).
-- A void sample, when there is no episode to learn from: the user never opened (``reset`` reported
-  ``info["user_error"]``: a failing LLM user) or the opening is longer than ``rollout.prompt_length`` (an LLM
-  user's opening can run longer than ``dataset_rows`` measured). No model turn is generated; the output is one
-  padding token with ``response_mask`` 0, ``reward_score`` 0.0 and ``mua_void`` 1.0, and a warning names the
-  reason (``user_error`` or ``prompt_too_long``). The
-  masked token gives no gradient, but its 0.0 still enters a GRPO group's mean: filter ``mua_void`` out where that
-  matters.
+- A void sample, when there is no episode to learn from: the episode is void (:attr:`mua_gym.AsyncMuaEnv.void`:
+  its user failed, or broke its scenario under ``on_user_fault="void"``), at the reset or at any later step, or
+  the opening is longer than ``rollout.prompt_length`` (an LLM user's opening can run longer than
+  ``dataset_rows`` measured). The output is the prompt and one padding token with ``response_mask`` 0 (whatever
+  the model generated before the episode went void is dropped), ``reward_score`` 0.0 and ``mua_void`` 1.0, and a
+  warning names the reason (``user_error``, ``user_fault`` or ``prompt_too_long``) and why. The masked token
+  gives no gradient, but its 0.0 still enters a GRPO group's mean: filter ``mua_void`` out where that matters.
 
 verl builds loops in its Ray workers, where this module is not imported: name the loop to them with
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` pointing at the file :func:`write_agent_loop_config`
-writes (it can carry ``env_kwargs``: ``user``, ``world_params``, ``max_turns``...). Nothing the model writes
-(nor a failing user, nor an over-long prompt) raises here; only a row without ``env_id``/``task_id`` does.
+writes (it can carry ``env_kwargs``: ``user``, ``world_params``, ``max_turns``, ``on_user_fault``...). Nothing
+the model writes (nor a failing or faulty user, nor an over-long prompt) raises here; only a row without
+``env_id``/``task_id`` does.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from uuid import uuid4
 import mua_gym
 from mua_gym.chat_tokens import ChatTokens
 from mua_gym.env import AsyncMuaEnv
-from mua_gym.integrations import plain_config, require
+from mua_gym.integrations import plain_config, require, void_reason
 from mua_gym.messages import refusal_messages
 
 __all__ = ["AGENT_NAME", "MuaAgentLoop", "dataset_rows", "write_agent_loop_config"]
@@ -83,12 +84,13 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
     async def _play(self, env: AsyncMuaEnv, extra: dict[str, Any], sampling_params: dict[str, Any]) -> Any:
         observation, info = await env.reset(seed=extra.get("seed"), options={"task_id": str(extra["task_id"])})
         tokens = ChatTokens(self.tokenizer, observation, tools=info["tools"], **self.apply_chat_template_kwargs)
-        if "user_error" in info:  # the user never opened: there is no episode to learn from
-            return self._void(tokens.prompt_ids, sampling_params, "user_error", str(info["user_error"]))
+        void = void_reason(env, info)
+        if void is not None:  # the user never opened, or opened off its scenario: nothing to learn from
+            return self._void(tokens.prompt_ids, sampling_params, void)
         if len(tokens.prompt_ids) > self.prompt_length:  # cutting it would train on a prompt the env never gave
-            return self._void(tokens.prompt_ids, sampling_params, "prompt_too_long",
-                              f"the {extra['env_id']} prompt is {len(tokens.prompt_ids)} tokens, over "
-                              f"rollout.prompt_length={self.prompt_length}: raise data.max_prompt_length")
+            return self._void(tokens.prompt_ids, sampling_params,
+                              f"prompt_too_long: the {extra['env_id']} prompt is {len(tokens.prompt_ids)} tokens, "
+                              f"over rollout.prompt_length={self.prompt_length}: raise data.max_prompt_length")
         request_id = uuid4().hex
         logprobs: list[float] | None = []
         timing = {"generate_sequences": 0.0, "tool_calls": 0.0}
@@ -117,6 +119,9 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
             before = len(tokens.ids)
             tokens.add_messages(observation)
             logprobs = _extend(logprobs, [], 0, len(tokens.ids) - before)
+        void = void_reason(env, step_info)
+        if void is not None:  # the user failed or faulted mid-episode: the model's turns are judged on nothing
+            return self._void(tokens.prompt_ids, sampling_params, void)
         cut_short = not env.done
         score = await env.finish("response_length")  # the env's reward, or the world as the budget left it
         cut = self.response_length
@@ -135,10 +140,11 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
             }},
         )
 
-    def _void(self, prompt_ids: list[int], sampling_params: dict[str, Any], reason: str, why: str) -> Any:
+    def _void(self, prompt_ids: list[int], sampling_params: dict[str, Any], why: str) -> Any:
         """An ``AgentLoopOutput`` nothing can be learnt from: one padding token, masked out, reward 0.0,
-        ``mua_void`` 1.0; the prompt is cut to ``rollout.prompt_length`` (it is never trained on)."""
-        logger.warning("mua_gym: a void sample (%s): %s", reason, why)
+        ``mua_void`` 1.0; the prompt is cut to ``rollout.prompt_length`` (it is never trained on). ``why``: the
+        reason, its kind before the first colon (``user_error``, ``user_fault``, ``prompt_too_long``)."""
+        logger.warning("mua_gym: a void sample (%s): %s", why.split(":", 1)[0], why)
         filler = self.tokenizer.pad_token_id
         if filler is None:
             filler = self.tokenizer.eos_token_id or 0

@@ -331,3 +331,31 @@ def test_the_agent_loop_file_carries_the_env_keywords(readme_files):
     entries = OmegaConf.to_container(OmegaConf.load(next(readme_files.glob("*.yaml"))))
     assert entries[0]["name"] == "mua_gym" and entries[0]["_target_"] == "mua_gym.integrations.verl.MuaAgentLoop"
     assert json.dumps(entries[0]["env_kwargs"])  # plain data hydra can pass on
+
+
+
+@pytest.mark.parametrize("how", ["fault", "error"])
+def test_an_episode_void_midway_gives_a_void_sample(worker, readme_files, monkeypatch, caplog, how):
+    # the gold play, whose user breaks at its first reply (a fault under on_user_fault="void", or an error),
+    # after the model's first turns: the whole response is dropped, not only what came after
+    from integrations.void_users import Breaks
+
+    _, row = batch_of(worker, readme_files, 1)
+    loop_file = next(readme_files.glob("*.yaml"))
+    real = mua_gym.make_async
+    users = []
+
+    def make_async(env_id: str, **kwargs: Any) -> mua_gym.AsyncMuaEnv:
+        env = real(env_id, **{**kwargs, "on_user_fault": "void"})
+        env.user = Breaks(how, 1)
+        users.append(env.user)
+        return env
+
+    monkeypatch.setattr(mua_verl.mua_gym, "make_async", make_async)
+    loop = loop_with_budget(worker, loop_file, gold_texts(task_of(row, loop_file)), 4096)
+    output = asyncio.run(loop.run({"logprobs": True}, **row))
+    assert users[0].broke == 1 and len(loop.server_manager.calls) > 1  # the model had played turns
+    assert_void(output.response_ids, output.response_mask, torch.tensor([output.reward_score]),
+                output.extra_fields["reward_extra_info"])
+    assert output.response_logprobs == [0.0]
+    assert f"void sample (user_{how})" in caplog.text
