@@ -24,6 +24,12 @@ SkyRL builds one env per trajectory: ``skyrl_gym.make(id, env_config=..., extras
   the observations are the new tool and user messages (none once ``done``), the reward is the task's reward on
   the terminal step and 0.0 before, and ``metadata`` is the env's step info. Nothing the model writes raises:
   an unreadable action comes back as one ``Error: ...`` tool message.
+- A void episode (:attr:`mua_gym.AsyncMuaEnv.void`: the user failed, or broke its scenario under
+  ``on_user_fault="void"``) ends ``done`` at reward 0.0 with ``metadata["void"]`` (the reason) on its last step
+  (and in ``init``'s metadata where it is void from the opening), and ``get_metrics()["void"]`` is 1.0. skyrl-gym's
+  step contract has no way to drop or mask a trajectory (``BaseTextEnvStepOutput``: ``observations``, ``reward``
+  a float, ``done``, ``metadata``, ``postprocessed_action``; skyrl_gym/envs/base_text_env.py:9-14), so SkyRL trains
+  on it as a 0.0 unless the generator filters trajectories whose last metadata has ``void``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import json
 from typing import Any
 
 from mua_gym.gym_env import MuaEnv
-from mua_gym.integrations import plain_config, require
+from mua_gym.integrations import plain_config, require, void_reason
 from mua_gym.messages import refusal_messages
 
 __all__ = ["MuaTextEnv", "PREFIX", "dataset_rows", "env_ids", "register", "tools_prompt"]
@@ -93,14 +99,19 @@ class MuaTextEnv(_skyrl.BaseTextEnv):  # type: ignore[misc, name-defined]
         self._reward = 0.0
 
     def init(self, prompt: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Resets the episode; returns (the opening messages, ``{"task_id", "domain", "tools"}``)."""
+        """Resets the episode; returns (the opening messages, ``{"task_id", "domain", "tools"}``, and ``void``
+        where the episode is void from the opening)."""
         options = {"task_id": self.task_id} if self.task_id is not None else None
         observation, info = self.env.reset(seed=self.seed, options=options)
         self.turns, self._reward, self._last_info = 0, 0.0, {}
         messages = [dict(m) for m in observation]
         if self.tools_in_prompt and messages and messages[0].get("role") == "system":
             messages[0]["content"] = messages[0]["content"] + tools_prompt(info["tools"])
-        return messages, {"task_id": info["task_id"], "domain": info["domain"], "tools": info["tools"]}
+        metadata = {"task_id": info["task_id"], "domain": info["domain"], "tools": info["tools"]}
+        void = void_reason(self.env, info)
+        if void is not None:
+            metadata["void"] = void
+        return messages, metadata
 
     def step(self, action: str) -> Any:
         """One agent turn; returns ``BaseTextEnvStepOutput`` (observations, reward, done, metadata)."""
@@ -114,10 +125,12 @@ class MuaTextEnv(_skyrl.BaseTextEnv):  # type: ignore[misc, name-defined]
                                             done=done, metadata=info)
 
     def get_metrics(self) -> dict[str, Any]:
-        """The episode's figures: reward, turns, tool calls and errors, how it ended."""
+        """The episode's figures: reward, turns, tool calls and errors, how it ended, and ``void`` (1.0 for a void
+        episode, else 0.0)."""
         info = self._last_info
         return {"reward": self._reward, "turns": info.get("turn", 0), "tool_calls": info.get("tool_calls", 0),
-                "tool_errors": info.get("tool_errors", 0), "termination_reason": info.get("termination_reason")}
+                "tool_errors": info.get("tool_errors", 0), "termination_reason": info.get("termination_reason"),
+                "void": float(self.env is not None and void_reason(self.env, info) is not None)}
 
     def close(self) -> None:
         """Closes the underlying mua_gym env; a second call does nothing."""

@@ -216,3 +216,26 @@ def test_opening_and_observations_render_with_a_tool_aware_chat_template(smollm2
                                                   *out["observations"]], tokenize=False, add_generation_prompt=True)
     assert text.count("<tools>") == 1 and '"name": "find_user_id_by_email"' in text
     assert "<tool_response>\n" + out["observations"][0]["content"] in text
+
+
+@pytest.mark.parametrize(("how", "at"), [("fault", 1), ("error", 1), ("fault", 0), ("error", 0)])
+def test_a_void_episode_says_so_in_its_metadata_and_metrics(how, at):
+    # the gold play, whose user breaks at its first reply (at=1) or its opening (at=0); skyrl-gym has no way to
+    # drop a trajectory, so the void is what the step's metadata and the env's metrics carry
+    from integrations.void_users import Breaks
+
+    env = make(config={**CONFIG, "user": Breaks(how, at), "on_user_fault": "void"})
+    try:
+        kind = "user_fault: invented_fact" if how == "fault" else "user_error: RuntimeError"
+        _, metadata = env.init([])
+        assert ("void" in metadata) == (at == 0)
+        reward, outputs = play(env)
+        last = outputs[-1]
+        assert last["done"] and reward == 0.0 and last["metadata"]["void"].startswith(kind)
+        assert all("void" not in o["metadata"] for o in outputs[:-1])
+        assert (len(outputs) > 1) == (at == 1)  # midway: after the model's first turns
+        metrics = env.get_metrics()
+        assert metrics["void"] == 1.0
+        assert aggregate_for_environment("mua_retail", [metrics, {**metrics, "void": 0.0}])["void"] == 0.5
+    finally:
+        env.close()
