@@ -13,10 +13,12 @@
   back as the env's ``Error: ...`` tool messages, one per call for an action the env cannot read at all. The
   conversation keeps each call under the id the env answered it with (the env renames missing and repeated ids;
   calls read from text are kept as the env read them), so strict servers accept the next request.
-- A void episode, where the simulated user never opened (a failing LLM user), raises :class:`VoidEpisode`
-  before any model call: ``await art.trajectory_group(rollouts, return_exceptions=True)`` sets it aside in the
-  group's ``exceptions`` and keeps the other trajectories; without ``return_exceptions`` the group raises, and
-  ``art.gather_trajectory_groups(..., max_exceptions=n)`` drops that group (ART's default, 0, fails the gather).
+- A void episode (:attr:`mua_gym.AsyncMuaEnv.void`: the simulated user failed, or broke its scenario under
+  ``on_user_fault="void"``) raises :class:`VoidEpisode`: at the reset, before any model call, or at the step
+  where it went void, its trajectory unreturned. ``await art.trajectory_group(rollouts, return_exceptions=True)``
+  sets it aside in the group's ``exceptions`` and keeps the other trajectories; without ``return_exceptions`` the
+  group raises, and ``art.gather_trajectory_groups(..., max_exceptions=n)`` drops that group (ART's default, 0,
+  fails the gather).
 - ``reward``: the env's reward, 0.0 unless the episode terminated (a truncated one scores 0.0). ``metrics``:
   ``turns``, ``tool_calls``, ``tool_errors``, ``terminated``, ``truncated``; ``metadata``: ``task_id``,
   ``domain``, ``termination_reason``.
@@ -31,7 +33,8 @@ from typing import Any
 
 import mua_gym
 from mua_gym.env import AsyncMuaEnv
-from mua_gym.integrations import require
+from mua_gym.integrations import VoidEpisode as _VoidEpisode
+from mua_gym.integrations import require, void_reason
 
 __all__ = ["VoidEpisode", "agent_action", "rollout"]
 
@@ -50,9 +53,9 @@ def agent_action(message: Any) -> tuple[dict[str, Any], Any]:
     return kept, data.get("content") or ""  # text: the env's parser runs any <tool_call> blocks in it
 
 
-class VoidEpisode(RuntimeError):
-    """Raised by :func:`rollout` for an episode with nothing to learn from: the simulated user never opened
-    (``reset`` reported ``info["user_error"]``). No model call was made."""
+class VoidEpisode(_VoidEpisode):
+    """Raised by :func:`rollout` for a void episode (``reason``: the env's ``"user_error: ..."`` or
+    ``"user_fault: ..."``), at its reset or at the step where it went void; ART drops a rollout that raises."""
 
 
 async def rollout(
@@ -79,8 +82,9 @@ async def rollout(
     try:
         with art.no_capture():  # the user's opening line may be an LLM call: not the agent's
             messages, info = await core.reset(seed=seed, options={"task_id": task_id})
-        if "user_error" in info:  # nothing to learn from: ART drops a rollout that raises (see the docstring)
-            raise VoidEpisode(f"task {info['task_id']}: the simulated user never opened ({info['user_error']})")
+        void = void_reason(core, info)
+        if void is not None:  # nothing to learn from: ART drops a rollout that raises (see the docstring)
+            raise VoidEpisode(void, info["task_id"])
         trajectory = art.Trajectory(reward=0.0, metadata={"task_id": info["task_id"], "domain": info["domain"]})
         reward, terminated, truncated, step_info = 0.0, False, False, {}
         with trajectory:
@@ -93,6 +97,9 @@ async def rollout(
                     messages[-1], result = await core.chat_step(kept, action)  # every call answered
                 observation, reward, terminated, truncated, step_info = result
                 messages.extend(observation)
+        void = void_reason(core, step_info)
+        if void is not None:  # the user failed or faulted mid-episode: the agent's turns are judged on nothing
+            raise VoidEpisode(void, info["task_id"])
         trajectory.reward = float(reward) if terminated else 0.0
         trajectory.metrics.update({
             "turns": step_info.get("turn", 0), "tool_calls": step_info.get("tool_calls", 0),

@@ -36,6 +36,7 @@ import art  # noqa: E402
 import mua_gym  # noqa: E402
 from mua_gym.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations.art import VoidEpisode, rollout  # noqa: E402
+from void_users import Breaks  # noqa: E402  (beside this script)
 from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402
 from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError  # noqa: E402
 
@@ -192,9 +193,21 @@ async def void(stub: Stub, model: Any, base_url: str) -> dict[str, Any]:
                  user_kwargs={"api_base": base_url, "api_key": "x"})],
         return_exceptions=True)
     await never.aclose()
+    midway = {}
+    for how in ("fault", "error"):  # the user breaks at its first reply, after the agent's first turns
+        stub.agent_replies, stub.seen = oracle_replies(task), {}
+        breaking = mua_gym.AsyncMuaEnv("retail", user=Breaks(how, 1), world_params=WORLD, on_user_fault="void")
+        try:
+            await rollout(model, breaking, TASK_ID)
+            said = "no error"
+        except VoidEpisode as exc:
+            said = f"{type(exc).__name__}: {exc.reason}"
+        finally:
+            await breaking.aclose()
+        midway[how] = {"said": said, "agent_calls": stub.seen.get(AGENT, 0)}
     return {"alone": alone, "agent_calls_alone": agent_calls_alone,
             "group_rewards": [t.reward for t in group.trajectories],
-            "group_exceptions": [e.type for e in group.exceptions]}
+            "group_exceptions": [e.type for e in group.exceptions], "midway": midway}
 
 
 def mending_replies(task: mua_gym.Task) -> list[dict[str, Any]]:

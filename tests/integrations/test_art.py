@@ -56,7 +56,7 @@ def test_only_the_agents_calls_are_captured_with_the_envs_tools(plays):
 @pytest.mark.slow
 def test_a_user_who_never_opens_raises_before_any_model_call_and_art_drops_the_rollout(plays):
     void = plays["void"]
-    assert "never opened" in void["alone"] and "the user model is down" in void["alone"]
+    assert "void (user_error" in void["alone"] and "the user model is down" in void["alone"]
     assert void["agent_calls_alone"] == 0  # nothing was generated for it
     assert void["group_rewards"] == [1.0]  # ART kept the gold play and set the void one aside
     assert void["group_exceptions"] == ["<class 'mua_gym.integrations.art.VoidEpisode'>"]
@@ -86,3 +86,11 @@ def test_without_art_the_import_fails_in_one_line_naming_the_extra():
         pytest.skip("art is installed in this python")
     with pytest.raises(MissingTrainerError, match=r'pip install "mua_gym\[art\]"'):
         importlib.import_module("mua_gym.integrations.art")
+
+
+@pytest.mark.slow
+def test_an_episode_void_midway_raises_so_art_drops_it(plays):
+    for how, kind in (("fault", "user_fault: invented_fact"), ("error", "user_error: RuntimeError")):
+        midway = plays["void"]["midway"][how]
+        assert midway["said"].startswith(f"VoidEpisode: {kind}")
+        assert midway["agent_calls"] >= 1  # it went void after the agent's turns, not at the opening
