@@ -13,6 +13,15 @@ episode per rollout. verifiers imports a taskset id only as a top-level module (
   world stands (``AsyncMuaEnv.finish``). Its reward (0.0 unless the episode terminated with the gold world, 0.0 for
   a truncated one) is recorded on the trace as ``reward`` inside the interaction, with ``turns``, ``tool_calls``
   and ``tool_errors`` as metrics and the termination reason in ``trace.info``.
+- A void episode (:attr:`mua_gym.AsyncMuaEnv.void`: the user failed, or broke its scenario under
+  ``on_user_fault="void"``, at the opening or at any later turn) is recorded as a failed rollout, what verifiers
+  calls an errored trace: :class:`VoidRollout` is raised inside the interaction, whose context records it
+  (``Rollout.fail``: ``trace.ok`` False, ``trace.has_error``, ``trace.errors``, ``stop_condition``
+  ``"voidrollout_error"``; verifiers/v1/agent.py:795-797, rollout.py:192-209) and skips scoring; ``run`` catches it,
+  so the episode (``episode.ok`` False, env.py:298) carries the trace. Its ``reward`` is None ("scoring didn't
+  run", trace.py:407-409) and ``trace.info["void"]`` says why. An errored trace is what verifiers' own consumers
+  leave out (the error-corrected means of utils/format.py:57-72, replay's rescoring, GEPA); a trainer reading
+  the traces (prime-rl) is to skip ``trace.ok == False`` as it skips any failed rollout.
 - :class:`MuaHarness`, the taskset's default harness, is the agent's chat loop, run in-process: it sends the
   conversation and the env's OpenAI tool schemas to the model (through verifiers' interception, so every call is
   on the trace) and plays each tool call in the episode's env, until the model answers in text. Where the env
@@ -36,10 +45,11 @@ from typing import Any
 
 from pydantic import Field
 
-from mua_gym.integrations import require
+from mua_gym.integrations import VoidEpisode, require, void_reason
 
 vf = require("verifiers.v1", "verifiers")
 _chat = require("verifiers.v1.dialects.chat", "verifiers")
+_errors = require("verifiers.v1.errors", "verifiers")
 httpx = require("httpx", "verifiers")
 
 import mua_gym  # noqa: E402
@@ -47,7 +57,7 @@ import mua_gym  # noqa: E402
 from mua_gym.env import AsyncMuaEnv  # noqa: E402
 from mua_gym.task import Task as MuaGymTask  # noqa: E402
 
-__all__ = ["MuaEnv", "MuaHarness", "MuaTaskset"]
+__all__ = ["MuaEnv", "MuaHarness", "MuaTaskset", "VoidRollout"]
 
 #: The documented taskset id; verifiers imports it as the top-level module ``mua_gym_verifiers``.
 TASKSET_ID = "mua-gym-verifiers"
@@ -56,6 +66,11 @@ _TRANSPORT_EXIT = 97
 
 # The live env of each open interaction, by trace id: the harness plays tool calls in it.
 _LIVE: dict[str, AsyncMuaEnv] = {}
+
+
+class VoidRollout(VoidEpisode, _errors.RolloutError):  # type: ignore[misc, name-defined]
+    """A void episode, recorded on its trace as verifiers records a failed rollout (see the module docstring).
+    A ``RolloutError``, so verifiers records it without logging a traceback."""
 
 
 class MuaTasksetConfig(vf.TasksetConfig):
@@ -272,11 +287,18 @@ class MuaEnv(vf.Env[MuaEnvConfig]):
                 if not env.done:  # verifiers cut the agent off (a limit or @stop): score the world as it stands
                     await env.finish()
                 record = env.trajectory()
-                trace.record_reward("reward", float(record.reward or 0.0) if record.terminated else 0.0)
                 trace.record_metrics({"turns": record.turns, "tool_calls": record.tool_calls,
                                       "tool_errors": record.tool_errors})
                 trace.info.update({"mua_task_id": record.task_id, "termination_reason": record.termination_reason,
                                    "terminated": record.terminated, "truncated": record.truncated})
+                void = void_reason(env)
+                if void is not None:  # the interaction records it as a failed rollout: no score, left out
+                    trace.info["void"] = void
+                    trace.rewards["reward"] = None
+                    raise VoidRollout(void, record.task_id)
+                trace.record_reward("reward", float(record.reward or 0.0) if record.terminated else 0.0)
+        except VoidRollout:
+            pass  # recorded on the trace, which the episode keeps; the episode itself did not fail
         finally:
             self._free.append(env)
 
@@ -284,8 +306,8 @@ class MuaEnv(vf.Env[MuaEnvConfig]):
 async def _converse(env: AsyncMuaEnv, interaction: Any, observation: list[dict[str, Any]],
                     info: dict[str, Any]) -> None:
     """Relays user turns to the agent and the agent's text to the user until the episode ends."""
-    if "user_error" in info or len(observation) < 2:
-        await env.step("")  # the user could not open: the env ends the episode truncated (user_error)
+    if void_reason(env, info) is not None or len(observation) < 2:
+        await env.step("")  # void from the opening: the env ends the episode truncated (user_error, user_fault)
         return
     said = str(observation[-1].get("content") or "")
     while not env.done:

@@ -280,3 +280,34 @@ def test_every_call_is_answered_under_its_own_id_and_serving_closes_the_pooled_e
     assert len(refused) == MAX_TOOL_CALLS + 1 and all(m["content"].startswith("Error:") for m in refused)
     # the pooled env stays open while verifiers serves, and is closed when serving ends
     assert open_while_serving == [] and len(closed) == 1 and closed[0].world is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("how", "at"), [("fault", 1), ("error", 1), ("fault", 0), ("error", 0)])
+def test_a_void_episode_is_a_failed_rollout_that_verifiers_leaves_out(
+        monkeypatch: pytest.MonkeyPatch, taskset_path: str, how: str, at: int) -> None:
+    # the gold play, whose user breaks at its first reply (at=1) or its opening (at=0): a fault under
+    # on_user_fault="void", or an error
+    from integrations.void_users import Breaks
+    from verifiers.v1.utils.format import format_mean
+
+    monkeypatch.syspath_prepend(taskset_path)
+    real = adapter.open_env
+    monkeypatch.setattr(adapter, "open_env", lambda config: _breaking(real(config), Breaks(how, at)))
+    first = AsyncMuaEnv("retail", split="test").tasks()[0]
+    env = vf.load_environment(vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "split": "test"}}))
+    task = next(iter(env.taskset))
+
+    trace, server = gold_trace(env, task, first)
+    kind = "user_fault: invented_fact" if how == "fault" else "user_error: RuntimeError"
+    assert not trace.ok and trace.has_error and trace.stop_condition == "voidrollout_error"
+    assert trace.info["void"].startswith(kind) and trace.errors[-1].type == "VoidRollout"
+    assert trace.rewards["reward"] is None and trace.reward == 0.0  # no score: scoring did not run
+    assert format_mean([trace], lambda t: t.reward) == "—"  # verifiers' own means leave it out
+    assert (len(server.requests) > 0) == (at == 1)  # midway: after the model's first turn; at the opening: none
+
+
+def _breaking(env: AsyncMuaEnv, user: Any) -> AsyncMuaEnv:
+    """``env`` with ``user`` as its simulated user, voiding the episode at a user fault."""
+    env.user, env.on_user_fault = user, "void"
+    return env
