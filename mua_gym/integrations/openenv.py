@@ -19,6 +19,11 @@ rule), so they cannot carry an episode.
   the state (``step_count``, ``reward``) stays as the episode left it.
   An action the env cannot read comes back in ``error`` (its fields take any JSON so that the env, not the
   server's validation, answers it); nothing a model writes raises.
+- A void episode (:attr:`mua_gym.AsyncMuaEnv.void`: the user failed, or broke its scenario under
+  ``on_user_fault="void"``) says so in the observation's ``void`` (the reason; also in ``metadata``) at the reset
+  where it is void from the opening and on the step that ends it (``done``, reward 0.0), and in the state's
+  ``void``. OpenEnv's protocol has no way to drop an episode (an observation is ``done``, ``reward`` and
+  ``metadata``): the client, the trainer's rollout code, leaves out episodes whose last observation has ``void``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import functools
 from typing import Any, Optional
 from uuid import uuid4
 
-from mua_gym.integrations import require
+from mua_gym.integrations import require, void_reason
 
 _types = require("openenv.core.env_server.types", "openenv")
 
@@ -72,6 +77,7 @@ class MuaObservation(_types.Observation):  # type: ignore[misc, name-defined]
     terminated: bool = False
     truncated: bool = False
     error: Optional[str] = Field(default=None, description="why the action could not be read, if it could not")
+    void: Optional[str] = Field(default=None, description="why the episode is void (leave it out of training)")
 
 
 class MuaState(_types.State):  # type: ignore[misc, name-defined]
@@ -81,6 +87,7 @@ class MuaState(_types.State):  # type: ignore[misc, name-defined]
     task_id: Optional[str] = None
     done: bool = False
     reward: Optional[float] = None
+    void: Optional[str] = None
 
 
 class MuaEnvironment(Environment):  # type: ignore[misc]
@@ -108,10 +115,12 @@ class MuaEnvironment(Environment):  # type: ignore[misc]
         else:
             options = {"split": split} if split else None
         observation, info = self.env.reset(seed=seed, options=options)
+        void = void_reason(self.env, info)
         self._state = MuaState(episode_id=episode_id or uuid4().hex, step_count=0, env_id=self.env_id,
-                               task_id=info["task_id"])
+                               task_id=info["task_id"], void=void)
         meta = {k: v for k, v in info.items() if k not in ("tools", "policy")}  # both are in the fields already
-        return MuaObservation(messages=observation, tools=info["tools"], task_id=info["task_id"], metadata=meta)
+        return MuaObservation(messages=observation, tools=info["tools"], task_id=info["task_id"], metadata=meta,
+                              void=void)
 
     def step(self, action: Any, timeout_s: Optional[float] = None, **kwargs: Any) -> MuaObservation:
         """One agent turn; returns the new messages, the reward (0.0 until the end) and ``done``."""
@@ -123,15 +132,16 @@ class MuaEnvironment(Environment):  # type: ignore[misc]
         if self._state.done:  # the episode is over: the env only says so, and what it scored stands
             return MuaObservation(messages=[], task_id=self._state.task_id, done=True, reward=self._state.reward,
                                   terminated=bool(terminated), truncated=bool(truncated), error=info.get("error"),
-                                  metadata=info)
+                                  metadata=info, void=self._state.void)
         done = bool(terminated or truncated)
         self._state.step_count += 1
         self._state.done = done
         if done:
             self._state.reward = float(reward)
+            self._state.void = void_reason(self.env, info)
         return MuaObservation(messages=observation, task_id=self._state.task_id, done=done, reward=float(reward),
                               terminated=bool(terminated), truncated=bool(truncated), error=info.get("error"),
-                              metadata=info)
+                              metadata=info, void=self._state.void if done else None)
 
     @property
     def state(self) -> MuaState:

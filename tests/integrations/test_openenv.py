@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import subprocess
 import time
@@ -156,3 +157,30 @@ def test_schema_task_api_and_stateless_http(server):
     step = _post(f"{server}/step", {"action": {"text": "hello"}})
     assert step["done"] is False and step["reward"] == 0.0 and "reset" in step["observation"]["error"]
 
+
+
+VOID_PLAY = """
+import json, sys
+from void_users import Breaks
+from mua_gym.integrations.openenv import MuaAction, MuaEnvironment
+out = {}
+for how, at in (("fault", 1), ("error", 1), ("fault", 0)):
+    env = MuaEnvironment("mua/Mock-v0", user=Breaks(how, at), on_user_fault="void")
+    first = env.reset(task_id="mock-cancel-card")
+    last = env.step(MuaAction(content="Which order would you like to cancel?"))
+    out[f"{how}{at}"] = [first.void, last.done, last.reward, last.void, last.metadata.get("void"), env.state.void]
+    env.close()
+print(json.dumps(out))
+"""
+
+
+def test_a_void_episode_says_so_in_the_observation_and_state(venv):
+    run = subprocess.run([str(venv), "-c", VOID_PLAY], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(HERE)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    for key, kind in (("fault1", "user_fault: invented_fact"), ("error1", "user_error: RuntimeError"),
+                      ("fault0", "user_fault: invented_fact")):
+        at_reset, done, reward, void, in_metadata, in_state = out[key]
+        assert (at_reset is not None) == key.endswith("0")  # void from the opening: the reset says so
+        assert done and reward == 0.0 and void.startswith(kind) and in_metadata == void == in_state
