@@ -18,6 +18,9 @@
   reported, never dropped silently: every later call with their ids raises :class:`EpisodeLost` (as does the
   call in flight), :attr:`EpisodePool.lost` lists them, and a close of one frees its place.
 - The env's keywords (``user``, ``world``, ``split``, ``reward``, ...) are those of :class:`mua_gym.AsyncMuaEnv`.
+- A void episode (:attr:`mua_gym.AsyncMuaEnv.void`) carries its reason as the env gives it: ``info["void"]`` of
+  the reset (void from the opening) and of the step that ends it, and ``void`` in :meth:`EpisodePool.trajectory`;
+  the caller's trainer leaves it out.
 """
 
 from __future__ import annotations

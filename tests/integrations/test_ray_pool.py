@@ -134,3 +134,23 @@ def test_one_and_two_actors_play_the_same_episodes_alike():
     two, two_rate = asyncio.run(run(2))
     assert one == two == [1.0] * (2 * len(TASKS))
     print(f"episodes/s: 1 actor {one_rate:.1f}, 2 actors {two_rate:.1f}")
+
+
+@pytest.mark.parametrize("how", ["fault", "error"])
+def test_what_an_actor_returns_for_an_episode_carries_its_void(how):
+    # EpisodeHost is what each actor runs; the pool hands back its returns as they are
+    from integrations.void_users import Breaks
+    from mua_gym.integrations.ray_pool import EpisodeHost
+
+    async def episode():
+        host = EpisodeHost("mock", {"user": Breaks(how, 1), "on_user_fault": "void"})
+        try:
+            _, info = await host.reset("e1", None, {"task_id": "mock-cancel-card"})
+            *_, truncated, last = await host.step("e1", "Which order would you like to cancel?")
+            return info, truncated, last, await host.trajectory("e1")
+        finally:
+            await host.close("e1")
+
+    info, truncated, last, trajectory = asyncio.run(episode())
+    assert "void" not in info and truncated and last["void"] == trajectory["void"]
+    assert last["void"].startswith("user_fault" if how == "fault" else "user_error")
