@@ -71,7 +71,7 @@ def llm_user_runs(args: argparse.Namespace) -> dict[str, Any]:
         for mode in ("flag", "retry"):
             config = EvalConfig(env_ids=ENVS, agent="fair", user="litellm:openai/smollm2",
                                 user_kwargs={"api_base": f"http://127.0.0.1:{args.port}/v1", "api_key": "local",
-                                             "temperature": 0, "max_tokens": 96},
+                                             "temperature": 0, "max_tokens": 64},
                                 num_tasks=args.tasks, max_turns=args.max_turns, concurrency=1, on_user_fault=mode)
             started = time.perf_counter()
             summary = evaluate(config, out=os.path.join(args.out, mode))
@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--out", default="runs/user-faults")
     parser.add_argument("--port", type=int, default=8093)
     parser.add_argument("--tasks", type=int, default=17, help="test tasks per domain (3 domains)")
-    parser.add_argument("--max-turns", type=int, default=12)
+    parser.add_argument("--max-turns", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3, help="passes over the test splits for the cost")
     parser.add_argument("--cost-only", action="store_true")
     args = parser.parse_args()

@@ -272,3 +272,9 @@ def test_a_run_key_names_fault_options_only_when_set():
     assert EvalConfig(env_ids=["mua/Retail-v0"], on_user_fault="retry").run_key()["on_user_fault"] == "retry"
     with pytest.raises(ValueError, match="on_user_fault must be"):
         EvalConfig(env_ids=["mua/Retail-v0"], on_user_fault="drop")
+
+
+def test_html_entities_are_read_as_the_characters_they_stand_for():
+    model = script("entities", ["Hi, I&#39;m writing because: " + OPENING])
+    env, obs, info = retail(model)
+    assert "user_faults" not in info

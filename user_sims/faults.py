@@ -29,6 +29,7 @@ may. :class:`~mua_gym.user_sims.fault_reviewer.LLMFaultReviewer` adds a model's 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -246,6 +247,8 @@ class FaultChecker:
         assert self.facts is not None, "call start() first"
         self._view = view
         text = reply.content[:READ_LIMIT]
+        if "&" in text:  # some models write HTML entities ("I&#39;m"): read the characters they stand for
+            text = html.unescape(text)
         faults: list[UserFault] = []
 
         def fault(kind: str, evidence: str) -> None:
