@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -108,6 +108,87 @@ TRANSIENT = re.compile(r"timed out|\b429 Too Many|\b50[0-4] [A-Z]|rate limit|cou
 OWN_WORDS = "The customer needs help that my tools cannot give; please take over."
 
 
+#: How many look-ups a fair agent makes for one value it has not seen, and for a whole episode.
+LOOKUPS_PER_VALUE = 12
+LOOKUPS_PER_EPISODE = 40
+#: Arguments that identify the user: a fair agent hears these from the user (it authenticates them), never looks
+#: them up.
+IDENTITY = frozenset({"user_id", "email", "first_name", "last_name", "zip", "phone_number"})
+#: The example value a tool schema gives an argument ("... e.g. 'JFK'.").
+_EXAMPLE = re.compile(r"e\.g\.,? '([^']+)'")
+_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_RUNS = re.compile(r"[A-Z][a-z]+|[a-z]+|[A-Z]+|\d+|.", re.DOTALL)
+
+
+def _shape(example: str) -> re.Pattern[str] | None:
+    """A pattern for values shaped like a schema's ``example`` (an email, a capitalised name, a code of capitals
+    and digits, digits and separators of the same lengths), or None for an example with spaces or none."""
+    if not example or " " in example:
+        return None
+    if "@" in example:
+        body = _EMAIL
+    elif re.fullmatch(r"[A-Z0-9]+", example) and re.search(r"\d", example) and re.search(r"[A-Z]", example):
+        body = rf"[A-Z0-9]{{{len(example)}}}"
+    else:
+        exact = re.fullmatch(r"[\d\W]+", example) is not None  # a zip, a date, a phone number: lengths matter
+        parts = []
+        for run in _RUNS.findall(example):
+            if run.isdigit():
+                parts.append(rf"\d{{{len(run)}}}" if exact else r"\d+")
+            elif run[0].isupper() and run[1:].islower():
+                parts.append(r"[A-Z][a-z]+")
+            elif run.islower():
+                parts.append(r"[a-z]+")
+            elif run.isupper():
+                parts.append(rf"[A-Z]{{{len(run)}}}" if len(run) == len(example) else r"[A-Z]+")
+            else:
+                parts.append(re.escape(run))
+        body = "".join(parts)
+    return re.compile(rf"(?<![\w@.#-]){body}(?![\w@-]|\.\w)")
+
+
+def _id_key(key: str) -> str:
+    """The argument name a result key's values fill: ``orders`` and ``order_ids`` fill ``order_id``."""
+    key = key.lower()
+    if key.endswith("_ids"):
+        return key[:-1]
+    if key.endswith("ies"):
+        key = key[:-3] + "y"
+    elif key.endswith("s") and not key.endswith("ss"):
+        key = key[:-1]
+    return key if key.endswith("_id") else f"{key}_id"
+
+
+def _result_values(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """(key, value) for every string or number in a tool result, under its own key and, for values in a list or
+    keyed collection (``orders``, ``variants``) and their ``id`` fields, under the id argument the collection
+    names (``order_id``)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if key and isinstance(v, dict) and re.search(r"\d", str(k)):  # a collection keyed by id
+                yield _id_key(key), str(k)
+            if key and k == "id" and not isinstance(v, (dict, list)):
+                yield _id_key(key), str(v)
+            yield from _result_values(v, str(k) if not (key and re.search(r"\d", str(k))) else key)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (str, int, float)) and not isinstance(item, bool) and key:
+                yield _id_key(key), str(item)
+            yield from _result_values(item, key)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool) and key:
+        yield key, str(value)
+
+
+def same(a: re.Pattern[str] | None, b: re.Pattern[str] | None) -> bool:
+    """Whether two argument shapes are one and the same pattern."""
+    return a is not None and b is not None and a.pattern == b.pattern
+
+
+def adjacent(x: tuple[int, int, int], y: tuple[int, int, int], texts: list[str]) -> bool:
+    """Whether the user said the value at ``y`` right after the one at ``x`` (one space apart, one message)."""
+    return x[0] == y[0] >= 0 and texts[x[0]][x[2]:y[1]] == " "
+
+
 class FairAgent(OracleAgent):
     """Plays the task's gold calls in order, like :class:`OracleAgent`, but uses a value only once it has seen it.
 
@@ -130,10 +211,13 @@ class FairAgent(OracleAgent):
     0 by default.
     """
 
-    def __init__(self, task: Task, retries: int = 0) -> None:
+    def __init__(self, task: Task, retries: int = 0, lookups: bool | None = None) -> None:
         if retries < 0:
             raise ValueError("retries must be 0 or more")
         self.retries = retries
+        #: Whether it looks up what it was not told (default: on TAU2's and other outside tasks, whose gold plans
+        #: leave out the look-ups; off on generated tasks, whose gold calls show every value).
+        self.look_up = task.world.source != "generated" if lookups is None else lookups
         super().__init__(task)
 
     def reset(self, info: dict[str, Any]) -> None:
@@ -150,6 +234,18 @@ class FairAgent(OracleAgent):
         self._done_failing = False
         self._last_call: dict[str, Any] | None = None  # the call just made, to make again if it failed
         self._retried = 0
+        tools = info.get("tools") or domain.toolkit(self.task.world.source).schemas()
+        self._readers = [(f["name"], list(f.get("parameters", {}).get("properties", {})),
+                          {a: _shape(m.group(1)) for a, spec in f.get("parameters", {}).get("properties", {}).items()
+                           if (m := _EXAMPLE.search(str(spec.get("description", ""))))})
+                         for f in (t.get("function", t) for t in tools) if self._tool_kinds.get(f["name"]) == "read"]
+        self._values: dict[str, dict[str, int]] = {}  # argument name -> value -> when it was seen (its rank)
+        self._user_texts: list[str] = []
+        self._looked: set[str] = set()  # the look-ups made, as name and arguments
+        self._looking_for: Any = None  # the value the last look-ups were for, and how many were made for it
+        self._looks_for_value = 0
+        #: The look-ups made this episode, in order: (tool, arguments).
+        self.lookups: list[tuple[str, dict[str, Any]]] = []
 
     def _unseen(self, action: Any) -> list[tuple[str, Any]]:
         """(argument, value) for each leaf of ``action``'s compared arguments that the conversation has not shown."""
@@ -181,7 +277,94 @@ class FairAgent(OracleAgent):
                 self.seen.learn(content)
                 if message.get("role") == "user":
                     reply = content
+                    self._user_texts.append(content)
+                elif message.get("role") == "tool":
+                    try:
+                        result = json.loads(content)
+                    except ValueError:
+                        result = content
+                    if isinstance(result, (str, int, float)) and not isinstance(result, bool):
+                        for key in self._named(observation):  # a bare value: what the tool's name says it finds
+                            self._note(key, str(result))
+                    for key, value in _result_values(result):
+                        self._note(key, value)
         return reply
+
+    def _named(self, observation: list[dict[str, Any]]) -> list[str]:
+        """The argument names that the name of the read call just made holds beside its own arguments
+        (``find_user_id_by_email`` finds a ``user_id``); none if the last action was no call."""
+        if self._last_call is None:
+            return []
+        tool, arguments = self._last_call["function"]["name"], json.loads(self._last_call["function"]["arguments"])
+        names = {a for _, own, _ in self._readers for a in own} - set(arguments)
+        return [a for a in sorted(names) if a in tool]
+
+    def _note(self, name: str, value: str, rank: int | None = None) -> None:
+        """Records ``value`` as seen for arguments like ``name``, ranked by when it was first seen."""
+        found = self._values.setdefault(name, {})
+        if value not in found or rank is not None and rank < found[value]:
+            found[value] = len(self._looked) if rank is None else rank
+
+    def _candidates(self, argument: str, shape: re.Pattern[str] | None) -> list[tuple[int, str, tuple[int, int, int]]]:
+        """The seen values that could fill ``argument``: (rank, value, where in the user's words or (-1, 0, 0)) for
+        values results listed under a matching key, and values the user said shaped like the schema's example."""
+        stem = argument.removesuffix("_id")
+        out: dict[str, tuple[int, str, tuple[int, int, int]]] = {}
+        for key, values in self._values.items():
+            other = key.removesuffix("_id")
+            if key == argument or argument == "id" and key.endswith("_id") or \
+                    key.endswith("_id") and argument.endswith("_id") and (other.startswith(stem + "_")
+                                                                          or stem.startswith(other + "_")):
+                for value, rank in values.items():
+                    if value not in out or rank < out[value][0]:
+                        out[value] = (rank, value, (-1, 0, 0))
+        for i, text in enumerate(self._user_texts if shape is not None else ()):
+            for m in shape.finditer(text):
+                out.setdefault(m.group(), (0, m.group(), (i, m.start(), m.end())))
+        return sorted(out.values(), key=lambda c: (c[0], c[2], c[1]))
+
+    def _lookup(self, action: Any, unseen: list[tuple[str, Any]]) -> dict[str, Any] | None:
+        """The next read call to make to find the first ``unseen`` value of ``action``, or None (none left to make,
+        the budget spent, or the value one the user must give). Each argument of a look-up is a value the
+        conversation has shown (a result's value under a matching key, a value of a gold call already seen, or a
+        value the user said shaped like the schema's example); breadth first (the earliest seen values first, the
+        pending call's own first), each distinct call once."""
+        import itertools
+
+        from mua_gym.fairness import leaf_values
+
+        name, value = unseen[0]
+        if len(self.lookups) >= LOOKUPS_PER_EPISODE:
+            return None
+        if self._looking_for != (action.name, name, value):
+            self._looking_for, self._looks_for_value = (action.name, name, value), 0
+        if self._looks_for_value >= LOOKUPS_PER_VALUE:
+            return None
+        for gold in self.task.gold_actions:  # the plan's values the conversation has shown
+            for argument, given in gold.arguments.items():
+                for leaf in leaf_values(given):
+                    if isinstance(leaf, str) and leaf and self.seen.knows(leaf):
+                        self._note(argument, leaf, -1 if gold is action else None)
+        best: tuple[int, int, str, dict[str, Any]] | None = None
+        for order, (tool, arguments, shapes) in enumerate(self._readers):
+            if not arguments:
+                continue  # a listing of everything is no look-up of what the conversation showed
+            options = [self._candidates(a, shapes.get(a))[:8] for a in arguments]
+            for combo in itertools.product(*options):
+                if any(same(shapes.get(a), shapes.get(b)) and not adjacent(x[2], y[2], self._user_texts)
+                       for (a, x), (b, y) in itertools.pairwise(zip(arguments, combo))):
+                    continue  # two values of one shape (a first and last name) are two words said together
+                call = dict(zip(arguments, (c[1] for c in combo)))
+                key = f"{tool} {json.dumps(call, sort_keys=True)}"
+                rank = max(c[0] for c in combo)
+                if key not in self._looked and (best is None or (rank, order) < best[:2]):
+                    best = (rank, order, key, {"name": tool, "arguments": call})
+        if best is None:
+            return None
+        self._looked.add(best[2])
+        self._looks_for_value += 1
+        self.lookups.append((best[3]["name"], best[3]["arguments"]))
+        return self._tool_call(best[3]["name"], json.dumps(best[3]["arguments"]))
 
     def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
         from mua_gym.fairness import NEXT_REQUEST
@@ -212,6 +395,11 @@ class FairAgent(OracleAgent):
                 return self._say("Understood, I will not do that.")
             return self._call(self._pending.pop(0))
         unseen = self._unseen(action)
+        wanted = [(name, value) for name, value in unseen if name not in IDENTITY]
+        if wanted and self.look_up and self._attempts % 2 == 1:  # asked, not told, and no identity: look it up
+            lookup = self._lookup(action, wanted)
+            if lookup is not None:
+                return lookup
         if unseen:
             if self._attempts > 2 * len(self.task.gold_actions):
                 self.gave_up = [f"{action.name}.{name}={value!r}" for name, value in unseen]
@@ -238,6 +426,7 @@ class FairAgent(OracleAgent):
         return self._tool_call(action.name, json.dumps(arguments))
 
     def _tool_call(self, name: str, arguments: str) -> dict[str, Any]:
+        """The assistant message making one call (remembered, to make again if it fails)."""
         self._step += 1
         call = {"id": f"fair_{self._step}", "type": "function", "function": {"name": name, "arguments": arguments}}
         self._last_call = call
