@@ -75,7 +75,7 @@ from mua_gym.task import Persona, Task, check_split
 from mua_gym.tools import ToolResult
 from mua_gym.trajectory import Trajectory, TrajectoryEntry
 from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, for_the_user, make_user
-from mua_gym.user_sims.faults import FaultChecker, FaultReviewer, check_fault_mode, fault_text, make_reviewer
+from mua_gym.user_sims.faults import FaultChecker, FaultReviewer, check_fault_mode, fault_text
 from mua_gym.world import World
 
 __all__ = ["AsyncMuaEnv", "PendingStep", "StepResult", "TERMINATION_REASONS"]
@@ -170,7 +170,11 @@ class AsyncMuaEnv:
 
             judge = make_judge(judge, **(judge_kwargs or {}))
         self.judge = judge
-        self.fault_reviewer: FaultReviewer | None = make_reviewer(fault_reviewer, **(fault_reviewer_kwargs or {}))
+        self.fault_reviewer: FaultReviewer | None = None
+        if fault_reviewer is not None or fault_reviewer_kwargs:
+            from mua_gym.user_sims.fault_reviewer import make_reviewer
+
+            self.fault_reviewer = make_reviewer(fault_reviewer, **(fault_reviewer_kwargs or {}))
         if check_models:  # one probe call per model: a misconfigured one fails here, in one line, not mid-run
             from mua_gym.llm_client import check_models as probe_models
 

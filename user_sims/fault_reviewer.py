@@ -16,13 +16,13 @@ from mua_gym.infos import UserFault
 from mua_gym.jsonsafe import first_object
 from mua_gym.llm_client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
 from mua_gym.messages import AssistantMessage, UserMessage
-from mua_gym.openai_http import OpenAIServer
+from mua_gym.openai_http import OpenAIServer, model_spec
 from mua_gym.redact import Redactor
 from mua_gym.task import Task
 from mua_gym.user_sims.base import UserReply, UserView
 from mua_gym.user_sims.faults import FAULT_KINDS, FaultReviewer, scenario_json
 
-__all__ = ["LLMFaultReviewer", "PROMPT"]
+__all__ = ["LLMFaultReviewer", "PROMPT", "make_reviewer"]
 
 PROMPT = """\
 You review one reply of a simulated customer in a support conversation. The customer must follow its scenario:
@@ -104,3 +104,17 @@ class LLMFaultReviewer(FaultReviewer):
             return []
         return [{"kind": f["kind"], "turn": turn, "evidence": f"(reviewer) {str(f.get('evidence', ''))[:280]}"}
                 for f in found if isinstance(f, dict) and f.get("kind") in FAULT_KINDS]
+
+
+def make_reviewer(spec: "FaultReviewer | str | None", **kwargs: Any) -> "FaultReviewer | None":
+    """None, the reviewer given, or an LLM reviewer from ``litellm:<model>`` or ``openai:<model>@<base_url>`` (the
+    judge's specs; keywords go to :class:`LLMFaultReviewer`)."""
+    if spec is None or isinstance(spec, FaultReviewer):
+        if kwargs and spec is None:
+            raise ValueError("fault_reviewer_kwargs need a fault_reviewer")
+        return spec
+    named = model_spec(spec)
+    if named is not None:
+        return LLMFaultReviewer(named[0], server=named[1], **kwargs)
+    raise ValueError(f"unknown fault reviewer {spec!r}; use 'litellm:<model>', 'openai:<model>@<base_url>' or a "
+                     "FaultReviewer")

@@ -24,7 +24,8 @@ reads (at most :data:`READ_LIMIT` characters of a message) and looks for one kin
     for a request its scenario declines). Read only for tasks with structured requests.
 
 The rule-driven users never commit any of these on the generated tasks (the tests hold them to it); an LLM user
-may. :class:`~mua_gym.user_sims.fault_reviewer.LLMFaultReviewer` adds a model's reading for what rules cannot see.
+may. :class:`~mua_gym.user_sims.fault_reviewer.LLMFaultReviewer` adds a model's reading for what rules cannot see
+(:func:`~mua_gym.user_sims.fault_reviewer.make_reviewer` makes one from a spec).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from mua_gym.task import Task
 from mua_gym.user_sims.base import UserReply, UserView
 
 __all__ = ["FAULT_KINDS", "FaultChecker", "FaultMode", "FaultReviewer", "ON_USER_FAULT", "UserFault",
-           "check_fault_mode", "fault_text", "make_reviewer"]
+           "check_fault_mode", "fault_text"]
 
 FaultKind = Literal["invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection", "off_scenario"]
 FAULT_KINDS: tuple[str, ...] = ("invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection",
@@ -390,21 +391,3 @@ class FaultReviewer:
 
     async def aclose(self) -> None:
         """Releases its connections."""
-
-
-def make_reviewer(spec: "FaultReviewer | str | None", **kwargs: Any) -> "FaultReviewer | None":
-    """None, the reviewer given, or an LLM reviewer from ``litellm:<model>`` or ``openai:<model>@<base_url>`` (the
-    judge's specs; keywords go to :class:`LLMFaultReviewer`)."""
-    if spec is None or isinstance(spec, FaultReviewer):
-        if kwargs and spec is None:
-            raise ValueError("fault_reviewer_kwargs need a fault_reviewer")
-        return spec
-    from mua_gym.openai_http import model_spec
-
-    named = model_spec(spec)
-    if named is not None:
-        from mua_gym.user_sims.fault_reviewer import LLMFaultReviewer
-
-        return LLMFaultReviewer(named[0], server=named[1], **kwargs)
-    raise ValueError(f"unknown fault reviewer {spec!r}; use 'litellm:<model>', 'openai:<model>@<base_url>' or a "
-                     "FaultReviewer")
