@@ -15,6 +15,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 for _var in ("NO_PROXY", "no_proxy"):
     os.environ[_var] = ",".join(p for p in (os.environ.get(_var, ""), "127.0.0.1", "localhost") if p)
 
+import collections  # noqa: E402
 import contextlib  # noqa: E402
 import gc  # noqa: E402
 import inspect  # noqa: E402
@@ -37,6 +38,7 @@ import mua_gym  # noqa: E402
 from mua_gym.agents import LiteLLMAgent  # noqa: E402
 from mua_gym.messages import ToolMessage, UserMessage  # noqa: E402
 from mua_gym.trajectory import Trajectory  # noqa: E402
+from mua_gym.user_sims.faults import FAULT_KINDS  # noqa: E402
 
 MODEL = f"openai/{ALIAS}"
 MAX_TURNS = 4
@@ -117,12 +119,13 @@ def _check_tool_message(domain: mua_gym.Domain, message: ToolMessage) -> None:
         assert _returns_text(domain, message.name), f"tool message neither JSON nor 'Error:': {message}"
 
 
-def _play(domain_name: str, api_base: str, record_property: Any, **agent_kwargs: Any) -> Trajectory:
+def _play(domain_name: str, api_base: str, record_property: Any, on_user_fault: str = "flag",
+          **agent_kwargs: Any) -> Trajectory:
     """One episode with the local model as agent and user; checks its structure and returns it."""
     env = mua_gym.make(
         mua_gym.env_id(domain_name), user=f"litellm:{MODEL}",
         user_kwargs={"api_base": api_base, "api_key": "x", "temperature": 0, "max_tokens": 64},
-        max_turns=MAX_TURNS, split="test",
+        max_turns=MAX_TURNS, split="test", on_user_fault=on_user_fault,
     )
     agent = LocalAgent(MODEL, api_base=api_base, api_key="x", temperature=0, max_tokens=96, **agent_kwargs)
     try:
@@ -167,6 +170,9 @@ def _play(domain_name: str, api_base: str, record_property: Any, **agent_kwargs:
             assert message.content.strip(), f"empty user message in {trajectory.render_text()}"
         if isinstance(message, ToolMessage):
             _check_tool_message(domain, message)
+    for fault in trajectory.user_faults:  # whatever the model says, the checker's record keeps its form
+        assert fault["kind"] in FAULT_KINDS and 0 <= fault["turn"] <= trajectory.turns and fault["evidence"]
+        assert fault["handled"] in {"flag": ("flagged",), "retry": ("retried", "flagged")}[on_user_fault]
     assert Trajectory.from_json_line(trajectory.to_json_line()) == trajectory
     return trajectory
 
@@ -175,6 +181,12 @@ def _play(domain_name: str, api_base: str, record_property: Any, **agent_kwargs:
 def test_episode_with_local_model_as_agent_and_user(domain_name, api_base, record_property):
     # Without tool_choice the chat format leaves the tools out of the prompt: the agent only talks.
     _play(domain_name, api_base, record_property)
+
+
+def test_a_retried_user_turn_is_asked_again_at_most_twice(api_base, record_property):
+    trajectory = _play("retail", api_base, record_property, on_user_fault="retry")
+    retried = collections.Counter(f["turn"] for f in trajectory.user_faults if f["handled"] == "retried")
+    assert all(count <= 2 * len(FAULT_KINDS) for count in retried.values())
 
 
 def test_local_model_makes_real_tool_calls(api_base, record_property):
