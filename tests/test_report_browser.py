@@ -42,11 +42,11 @@ def _chromium() -> str:
     return str(path)
 
 
-def realistic_run(folder: Path, num_tasks: int = 8, trials: int = 3) -> Path:
+def realistic_run(folder: Path, num_tasks: int = 8, trials: int = 3, perturb: str | None = None) -> Path:
     """A real run that fails some tasks: the fair agent with the scripted user on Retail (it fails the two-request
-    'multi' tasks) and Mock, a few trials each."""
+    'multi' tasks) and Mock, a few trials each; ``perturb`` (tool faults, say) makes some tasks flip."""
     evaluate(EvalConfig(env_ids=["mua/Retail-v0", "mua/Mock-v0"], agent="fair", user="scripted", trials=trials,
-                        num_tasks=num_tasks), out=folder)
+                        num_tasks=num_tasks, perturb=perturb), out=folder)
     return folder
 
 
@@ -119,7 +119,7 @@ def screenshot(out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
-        page_path = write_report(realistic_run(Path(tmp) / "run", num_tasks=10, trials=4))
+        page_path = write_report(realistic_run(Path(tmp) / "run", num_tasks=10, trials=4, perturb="tool_faults"))
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 1500})
