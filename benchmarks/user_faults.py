@@ -34,11 +34,11 @@ from mua_gym.user_sims.faults import FAULT_KINDS, FaultChecker
 ENVS = ["mua/Retail-v0", "mua/Airline-v0", "mua/Telecom-v0"]
 
 
-def serve(port: int) -> subprocess.Popen[bytes]:
-    """The SmolLM2 server on loopback, once it answers."""
-    server = subprocess.Popen([sys.executable, "-m", "mua_gym.cli", "serve-model", "--port", str(port),
-                               "--threads", "2", "--n-ctx", "8192"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+def serve(port: int, log: Path) -> subprocess.Popen[bytes]:
+    """The SmolLM2 server on loopback (its output in ``log``), once it answers."""
+    with open(log, "ab") as sink:
+        server = subprocess.Popen([sys.executable, "-m", "mua_gym.cli", "serve-model", "--port", str(port),
+                                   "--threads", "2", "--n-ctx", "8192"], stdout=sink, stderr=subprocess.STDOUT)
     for _ in range(240):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
@@ -64,20 +64,46 @@ def fault_table(results: list[Any]) -> dict[str, dict[str, float]]:
     return table
 
 
+def recheck(folder: str) -> list[Any]:
+    """The run's episodes with their user faults found again by the checker as it is now: each episode replayed
+    (its user's recorded replies, its agent's recorded messages, the same seed and task), so a run recorded before
+    a rule changed is read as the rules now read it. A retried turn cannot be replayed: use on flag runs."""
+    from mua_gym.evaluation import read_run
+    from mua_gym.messages import AssistantMessage, to_openai
+    from mua_gym.user_sims import ReplayUser
+
+    run = read_run(folder)
+    rechecked = []
+    for result in run.results:
+        trajectory = run.trajectory(result)
+        env = mua_gym.make(result.env_id, split=run.config.split, user=ReplayUser(trajectory),
+                           max_turns=run.config.max_turns)
+        env.reset(seed=result.seed, options={"task_id": result.task_id})
+        for entry in trajectory.entries:
+            if isinstance(entry.message, AssistantMessage) and not env.unwrapped.core.done:
+                env.step(to_openai(entry.message))
+        rechecked.append(result.model_copy(update={"user_faults": env.unwrapped.trajectory().user_faults}))
+        env.close()
+    return rechecked
+
+
 def llm_user_runs(args: argparse.Namespace) -> dict[str, Any]:
-    server = serve(args.port)
+    server = serve(args.port, Path(args.out, "server.log"))
     out: dict[str, Any] = {}
     try:
-        for mode in ("flag", "retry"):
+        for mode in args.modes.split(","):
+            tasks = args.retry_tasks if mode == "retry" and args.retry_tasks else args.tasks
             config = EvalConfig(env_ids=ENVS, agent="fair", user="litellm:openai/smollm2",
                                 user_kwargs={"api_base": f"http://127.0.0.1:{args.port}/v1", "api_key": "local",
                                              "temperature": 0, "max_tokens": 64},
-                                num_tasks=args.tasks, max_turns=args.max_turns, concurrency=1, on_user_fault=mode)
+                                num_tasks=tasks, max_turns=args.max_turns, concurrency=1, on_user_fault=mode)
             started = time.perf_counter()
             summary = evaluate(config, out=os.path.join(args.out, mode))
             from mua_gym.evaluation import read_run
 
             results = read_run(os.path.join(args.out, mode)).results
+            if mode == "flag" and args.recheck:
+                results = recheck(os.path.join(args.out, mode))
             out[mode] = {"episodes": len(results), "pass^1": summary.pass_hat_k.get(1),
                          "void": summary.void_episodes, "wall_s": time.perf_counter() - started,
                          "user_tokens": summary.usage.get("user_total_tokens", 0.0),
@@ -131,13 +157,18 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3, help="passes over the test splits for the cost")
     parser.add_argument("--cost-only", action="store_true")
+    parser.add_argument("--no-cost", action="store_true", help="skip the checker's cost (a run resumed, say)")
+    parser.add_argument("--recheck", action="store_true",
+                        help="read the flag run's faults again with the checker as it is now (episodes replayed)")
+    parser.add_argument("--modes", default="flag,retry", help="on_user_fault modes to run, comma-separated")
+    parser.add_argument("--retry-tasks", type=int, default=None, help="tasks per domain under retry (default: --tasks)")
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"cost": checker_cost(args.rounds)}
+    report: dict[str, Any] = {} if args.no_cost else {"cost": checker_cost(args.rounds)}
     print(json.dumps(report, indent=1), flush=True)
     if not args.cost_only:
         report["llm_user"] = llm_user_runs(args)
-    Path(args.out, "user_faults.json").write_text(json.dumps(report, indent=1))
+    Path(args.out, f"user_faults-{args.modes.replace(',', '-')}.json").write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -278,3 +278,10 @@ def test_html_entities_are_read_as_the_characters_they_stand_for():
     model = script("entities", ["Hi, I&#39;m writing because: " + OPENING])
     env, obs, info = retail(model)
     assert "user_faults" not in info
+
+
+def test_an_assistant_voice_in_the_user_is_a_role_break():
+    model = script("assistant-voice", [OPENING, "I'm here to help with whatever you need. What&amp;amp;amp;#39;s on your mind?"])
+    env, obs, info = retail(model)
+    obs, *_, info = env.step("Could you give me your email?")
+    assert [f["kind"] for f in info["user_faults"]] == ["role_break"]  # (the doubly escaped entity is no value)

@@ -69,6 +69,7 @@ _SPLIT = re.compile(r"[^\s,;:!?()\[\]{}<>\"'`*]+")
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
 _DIGITS = frozenset("0123456789")
 _VALUE_CHAR = re.compile(r"[0-9@]")
+_ESCAPED_AMPERSAND = re.compile(r"&(?:amp;)+")
 _WORD = re.compile(r"[a-z0-9']+")
 _SECOND_PERSON = frozenset({"you", "your", "you're", "yours", "yourself", "you've", "you'll", "agent", "agent's"})
 #: "My name is Ada Lovelace", "I'm Ada Lovelace": the name a user gives (two capitalised words after "I'm").
@@ -76,10 +77,12 @@ _NAME = re.compile(r"\b(?:[Mm]y (?:full |first |last )?name is|[Ii]'m|I am|[Tt]h
                    r"([A-Z][a-z]+)(?: ([A-Z][a-z]+))?")
 #: Substrings (lower case) without which ``_AGENT_VOICE`` cannot match: a cheap test first.
 _VOICE_MARKERS = ("assistant", "agent", "support", "representative", "help", "assist", " ai", "contacting", "your",
-                  "<tool_call>")
+                  "<tool_call>", "what can i do")
 _AGENT_VOICE = re.compile(
     r"^[ \t]*(?:assistant|agent|support(?: agent)?|representative)[ \t]*:|how (?:can|may) i (?:help|assist) you|"
     r"\bas an ai\b|\bi'?m an ai\b|\bi am an ai\b|thank you for contacting|is there anything else i can (?:help|do)|"
+    r"\bi(?:'m| am) here to (?:help|assist)\b|\bi can (?:help|assist) (?:you )?with\b|what can i do for you|"
+    r"how can i be of (?:help|assistance)|"
     r"\bi(?: have|'ve) (?:just )?(?:cancell?ed|processed|refunded|updated|modified|exchanged|booked|issued|"
     r"transferred|returned) your\b|<tool_call>", re.IGNORECASE | re.MULTILINE)
 #: What the agent writes to steer the user simulator rather than to help the customer.
@@ -248,8 +251,8 @@ class FaultChecker:
         assert self.facts is not None, "call start() first"
         self._view = view
         text = reply.content[:READ_LIMIT]
-        if "&" in text:  # some models write HTML entities ("I&#39;m"): read the characters they stand for
-            text = html.unescape(text)
+        if "&" in text:  # some models write HTML entities, escaped over and over ("What&amp;amp;#39;s"): read them
+            text = html.unescape(_ESCAPED_AMPERSAND.sub("&", text))
         faults: list[UserFault] = []
 
         def fault(kind: str, evidence: str) -> None:
