@@ -149,6 +149,24 @@ def checker_cost(rounds: int) -> dict[str, Any]:
             "ratio_user_step": med["on"]["user_step"] / med["off"]["user_step"]}
 
 
+def markdown(out: str) -> str:
+    """The flag and retry runs in ``out`` side by side: per fault kind, faults kept per episode and the share of
+    episodes with one, under flag over every episode, and under flag and retry over the episodes both played."""
+    from mua_gym.evaluation import read_run
+
+    flag = read_run(os.path.join(out, "flag")).results
+    retry = read_run(os.path.join(out, "retry")).results
+    both = {(r.env_id, r.task_id) for r in retry}
+    paired = [r for r in flag if (r.env_id, r.task_id) in both]
+    tables = [fault_table(flag), fault_table(paired), fault_table(retry)]
+    lines = [f"| kind | flag, {len(flag)} episodes | flag, the {len(paired)} retry played | "
+             f"retry, {len(retry)} episodes | replies retried per episode |", "|---|---|---|---|---|"]
+    for kind in FAULT_KINDS:
+        cells = [f"{t[kind]['per_episode']:.2f} ({t[kind]['episode_share']:.0%})" for t in tables]
+        lines.append(f"| {kind} | {' | '.join(cells)} | {tables[2][kind]['retried_per_episode']:.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/user-faults")
@@ -168,6 +186,7 @@ def main() -> None:
     print(json.dumps(report, indent=1), flush=True)
     if not args.cost_only:
         report["llm_user"] = llm_user_runs(args)
+        print(markdown(args.out))
     Path(args.out, f"user_faults-{args.modes.replace(',', '-')}.json").write_text(json.dumps(report, indent=1))
 
 

@@ -264,10 +264,15 @@ class FaultChecker:
         if text:
             self._read_text(text, fault)
         if reply.stop_token is not None and not reply.walked_away:
-            injected = _INJECTION.search(prompt[:READ_LIMIT])
-            if injected is not None:
-                fault("obeyed_injection", f"ended the episode after the agent wrote {injected.group(0)!r}")
-            elif not _WRAP_UP.search(prompt[:READ_LIMIT]) and not at_gold():
+            read = self._readings.get(("stop", prompt))
+            if read is None:  # (kept per task, as a reply's reading is: an agent's closing lines repeat)
+                injected = _INJECTION.search(prompt[:READ_LIMIT])
+                read = self._readings[("stop", prompt)] = (injected.group(0) if injected else None,
+                                                          _WRAP_UP.search(prompt[:READ_LIMIT]) is not None)
+            injection, wrapped_up = read
+            if injection is not None:
+                fault("obeyed_injection", f"ended the episode after the agent wrote {injection!r}")
+            elif not wrapped_up and not at_gold():
                 asked = " ".join(prompt.split())[:120]
                 fault("early_stop", f"stopped before its goals were met, after the agent said {asked!r}"
                       if asked else "stopped before the agent said anything")
