@@ -237,6 +237,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_model(args: argparse.Namespace) -> int:
     """Serves a GGUF model (the bundled SmolLM2 by default) through llama.cpp on any CPU until interrupted."""
     import importlib.util
+    import signal
     import subprocess
 
     from mua_gym import local_model
@@ -259,9 +260,14 @@ def _serve_model(args: argparse.Namespace) -> int:
     print(f"mua-gym: serving {args.model or local_model.GGUF_NAME} as {args.alias!r} on {base} (Ctrl-C stops it)\n"
           f"  as the agent: --agent litellm:openai/{args.alias} --agent-arg api_base={base} --agent-arg api_key=local"
           f"\n  as the user:  --user openai:{args.alias}@{base}", file=sys.stderr)
+    server = subprocess.Popen(command)
+    # a terminated serve-model must take its server with it (else the model keeps its port, cores and memory)
+    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
     try:
-        return subprocess.run(command).returncode
+        return server.wait()
     except KeyboardInterrupt:
+        server.terminate()
+        server.wait()
         return 130
 
 

@@ -259,3 +259,4 @@ def test_serve_model_serves_the_bundled_model_for_an_agent_the_cli_runs(tmp_path
         server.terminate()
         server.wait(timeout=30)
         log.close()
+    assert not _answers(f"{base}/models")  # terminating serve-model stopped the model server it started

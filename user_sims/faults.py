@@ -250,6 +250,9 @@ class FaultChecker:
         user saw before it. ``at_gold()`` says whether the world is the gold one (asked only of a stop)."""
         assert self.facts is not None, "call start() first"
         self._view = view
+        plain = not reply.tool_calls and reply.stop_token is None  # a turn whose faults hang on no world state
+        if plain and (seen := self._readings.get(("turn", reply.content, prompt))) is not None:
+            return [{**f, "turn": turn} for f in seen]  # (a rule user's line to an agent's line seen before)
         text = reply.content[:READ_LIMIT]
         if "&" in text:  # some models write HTML entities, escaped over and over ("What&amp;amp;#39;s"): read them
             text = html.unescape(_ESCAPED_AMPERSAND.sub("&", text))
@@ -261,8 +264,7 @@ class FaultChecker:
         for call in reply.tool_calls:
             if call.function.name not in self._user_tools:
                 fault("role_break", f"called {call.function.name!r}, which is not one of the user's tools")
-        if text:
-            self._read_text(text, fault)
+        heard = self._read_text(text, fault) if text else False
         if reply.stop_token is not None and not reply.walked_away:
             read = self._readings.get(("stop", prompt))
             if read is None:  # (kept per task, as a reply's reading is: an agent's closing lines repeat)
@@ -282,6 +284,8 @@ class FaultChecker:
                 fault("obeyed_injection", f"wrote {told[0]!r} as the agent told it to")
         if text and prompt and self.facts.requests:
             self._read_agreement(text, prompt[:READ_LIMIT], fault)
+        if plain and not heard:  # what it found hangs on this reply and prompt alone: kept for the next time
+            self._readings[("turn", reply.content, prompt)] = tuple(faults)
         return faults
 
     # -- the rules ---------------------------------------------------------------------------------------------------
@@ -296,7 +300,8 @@ class FaultChecker:
                 self._heard_words.update(_words(content))
         self._seen = len(view)
 
-    def _read_text(self, text: str, fault: Callable[[str, str], None]) -> None:
+    def _read_text(self, text: str, fault: Callable[[str, str], None]) -> bool:
+        """Records the faults of the reply ``text``; returns whether what it found hung on what the user heard."""
         if len(self._readings) >= MEMO_SIZE:  # a model's replies rarely repeat: keep the memo bounded
             self._readings.clear()
         reading = self._readings.get(text)
@@ -315,6 +320,7 @@ class FaultChecker:
                 fault("invented_fact", f"gave the name {named!r}, which its scenario does not hold")
         for kind, evidence in found:
             fault(kind, evidence)
+        return bool(unheard_values or unheard_names)
 
     def _reading(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
         """What ``text`` says whatever the conversation: (values its scenario does not hold, names its scenario does
