@@ -290,7 +290,7 @@ class AsyncMuaEnv:
         self._user_task = user_task
         try:
             reply = await self.user.start(user_task, seed=user_seed, tools=self._user_tool_schemas)
-            self._add_usage(reply)
+            self._add_usage(reply.usage)
             reply = await self._checked(reply, "", [])
             opening = UserMessage(content=clean_text(reply.content))
             self._user_view.append(opening)
@@ -308,11 +308,7 @@ class AsyncMuaEnv:
             info["perturbations"] = self._perturbation_record["drawn"]
         if self._episode.pending_error:
             info["user_error"] = self._episode.pending_error
-        if self._episode.step_faults:
-            info["user_faults"] = self._episode.step_faults  # type: ignore[typeddict-item]
-            self._episode.step_faults = []
-        if self._episode.void is not None:
-            info["void"] = self._episode.void
+        self._add_fault_info(info)
         return observation, info
 
     def begin_step(self, action: Any) -> "StepResult | PendingStep":
@@ -488,7 +484,7 @@ class AsyncMuaEnv:
             for _ in range(MAX_USER_TOOL_ROUNDS):
                 view = list(self._user_view)
                 reply = await self.user.respond(view)
-                self._add_usage(reply)
+                self._add_usage(reply.usage)
                 reply = await self._checked(reply, message.content or "", view)
                 if self._episode.void is not None:
                     self._finish_truncated("user_fault")
@@ -525,7 +521,7 @@ class AsyncMuaEnv:
             again = await self.user.retry(view, fault_text(faults))
             if again is None:  # a simulator that answers the same each time
                 break
-            self._add_usage(again)
+            self._add_usage(again.usage)
             self._record_faults(faults, "retried")
             reply, faults = again, await self._user_faults(again, prompt, view)
         if faults:
@@ -544,7 +540,7 @@ class AsyncMuaEnv:
             at_gold=lambda: world.state_hash() == prepare_task(self.domain, task).gold_hash))
         if self.fault_reviewer is not None:
             reviewed = await self.fault_reviewer.review(self._user_task, view, reply, prompt, self._episode.turns)
-            self._add_usage(UserReply(usage=self.fault_reviewer.take_usage()), prefix="reviewer_")
+            self._add_usage(self.fault_reviewer.take_usage(), prefix="reviewer_")
             known = {f["kind"] for f in faults}
             faults += [f for f in reviewed if f["kind"] not in known]
         return faults
@@ -614,8 +610,8 @@ class AsyncMuaEnv:
             return reward
         return self._shape(info)  # shaping applies on top of the judged task reward
 
-    def _add_usage(self, reply: UserReply, prefix: str = "") -> None:
-        for key, value in reply.usage.items():
+    def _add_usage(self, usage: dict[str, Any], prefix: str = "") -> None:
+        for key, value in usage.items():
             if isinstance(value, (int, float)):
                 self._episode.usage[prefix + key] = self._episode.usage.get(prefix + key, 0) + value
 
@@ -629,17 +625,22 @@ class AsyncMuaEnv:
             info["reward_info"] = episode.reward_info  # type: ignore[typeddict-item]  # (RewardInfoDict, as JSON)
         if episode.pending_error is not None:
             info["user_error"] = episode.pending_error
-        if episode.step_faults:
-            info["user_faults"] = episode.step_faults  # type: ignore[typeddict-item]
-            episode.step_faults = []
-        if episode.void is not None and episode.done:
-            info["void"] = episode.void
+        self._add_fault_info(info)
         if self.perturbations is not None and self._perturbation_record is not None:
             events = self.perturbations.take_events()
             if events:
                 self._perturbation_record["events"] += events
                 info["perturbation_events"] = events
         return info
+
+    def _add_fault_info(self, info: Any) -> None:
+        """Puts the running step's user faults (then forgets them) and, once it is void from the start or over, the
+        episode's void reason into a reset's or step's ``info``."""
+        episode = self._episode
+        if episode.step_faults:
+            info["user_faults"], episode.step_faults = episode.step_faults, []
+        if episode.void is not None and (episode.done or episode.turns == 0):
+            info["void"] = episode.void
 
     # -- records -----------------------------------------------------------------------------------
     def messages(self) -> list[Any]:

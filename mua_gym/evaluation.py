@@ -340,11 +340,8 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
     trials = min((len(v) for v in by_task.values()), default=0)
 
     def table(groups: dict[tuple[str, str], list[bool]]) -> dict[int, float]:
-        return {k: sum(pass_hat_k(len(v), sum(v), k) for v in groups.values()) / len(groups)
-                for k in range(1, trials + 1)} if groups else {}
-
-    def table_of_those_with_k(groups: dict[tuple[str, str], list[bool]]) -> dict[int, float]:
-        """Each k over the tasks with at least k trials (void episodes left out, a task can have fewer)."""
+        """pass^k for k up to the run's trials, each k over the tasks with at least k trials (all of them, but where
+        void episodes are left out)."""
         figures = {}
         for k in range(1, trials + 1):
             reach = [v for v in groups.values() if len(v) >= k]
@@ -393,7 +390,7 @@ def summarise(results: Iterable[EpisodeResult], wall_s: float = 0.0) -> EvalSumm
         user_faults={kind: FaultRate(faults=count, per_episode=count / n, episode_share=episodes / n)
                      for kind, (count, episodes) in sorted(faults.items())},
         void_episodes=sum(void_reasons.values()), void_reasons=dict(sorted(void_reasons.items())),
-        pass_hat_k_void_excluded=table_of_those_with_k(void_excluded), pass_hat_k_void_failed=table(void_failed),
+        pass_hat_k_void_excluded=table(void_excluded), pass_hat_k_void_failed=table(void_failed),
     )
 
 

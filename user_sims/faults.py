@@ -40,6 +40,7 @@ from mua_gym.infos import UserFault
 from mua_gym.messages import AssistantMessage, ToolMessage
 from mua_gym.task import Task
 from mua_gym.user_sims.base import UserReply, UserView
+from mua_gym.user_sims.scenario import CONFIRM, ID_KEYS, PLAN_VERB
 
 __all__ = ["FAULT_KINDS", "FaultChecker", "FaultMode", "FaultReviewer", "ON_USER_FAULT", "UserFault",
            "check_fault_mode", "fault_text"]
@@ -103,13 +104,6 @@ _AGREE = re.compile(r"\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|that'?s (?:right
                     r"proceed)|go ahead|confirm(?:ed)?|sounds (?:good|great)|absolutely|of course|do it|proceed)\b",
                     re.IGNORECASE)
 _DISAGREE = re.compile(r"\b(?:no|not|don'?t|do not|wait|instead|but|wrong)\b", re.IGNORECASE)
-#: A request for the user's go-ahead, and a change the agent plans (as the rule-driven user reads them).
-_CONFIRM = re.compile(r"shall i|should i|would you like me to|do you want me to|proceed|confirm|go ahead|yes/no|\(yes|"
-                      r"is (?:that|this) (?:correct|right|ok)|sound good", re.IGNORECASE)
-_PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|upgrade|downgrade|refund|add|remove|"
-                        r"pay|send|resume|enable|disable|refuel|top up|suspend|reactivate|restore|place|replace|"
-                        r"switch|issue|apply)", re.IGNORECASE)
-_ID_KEYS = ("_id", "_ids", "_number", "_numbers")
 
 
 def _normal(token: str) -> str:
@@ -204,7 +198,7 @@ def _read_scenario(task: Task) -> _ScenarioFacts:
     meant = set().union(*(_shingles(_words(text)) for text in said)) if said else set()
     requests = []
     for intent in s.intents:
-        ids = [v for k, v in intent.items() if k.endswith(_ID_KEYS)]
+        ids = [v for k, v in intent.items() if k.endswith(ID_KEYS)]
         requests.append((frozenset(_normal(v) for v in _strings(ids) if len(v) >= 3), bool(intent.get("accept", True))))
     shingles = frozenset(voiced - meant)
     return _ScenarioFacts(frozenset(values), frozenset(words), shingles, frozenset(g[0] for g in shingles),
@@ -362,7 +356,8 @@ class FaultChecker:
             return
         named = self._readings.get(("plan", prompt))
         if named is None:  # what a plan names, kept per task like a reply's reading (an agent repeats its plans)
-            planned = _CONFIRM.search(prompt) is not None and _PLAN_VERB.search(prompt) is not None
+            lower = prompt.lower()  # (the rule-driven user's own reading of a plan, on lower-case text)
+            planned = CONFIRM.search(lower) is not None and PLAN_VERB.search(lower) is not None
             named = self._readings[("plan", prompt)] = frozenset(_values(prompt)) if planned else frozenset()
         if not named:
             return

@@ -38,7 +38,7 @@ __all__ = ["ScenarioUser"]
 #: How much of one agent message the customer reads (a person does not read a megabyte): it bounds every matcher.
 READ_LIMIT = 16_000
 #: Verbs of a plan to change something (the start of a word: "cancel_pending_order", "cancelling").
-_PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|upgrade|downgrade|refund|add|remove|"
+PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|upgrade|downgrade|refund|add|remove|"
                         r"pay|send|resume|enable|disable|refuel|top up|suspend|reactivate|restore|place|replace|"
                         r"switch|issue|apply)")
 #: Tokens of a request's own words; those with a digit (an order number, a phone number) are what a plan names.
@@ -47,11 +47,11 @@ _DIGITS = frozenset("0123456789")
 #: Intent fields that are prose or bookkeeping, not things a plan names.
 _NOT_ANCHORS = frozenset({"category", "says", "faults", "accept", "plan_terms"})
 #: Intent fields whose values are ids, digits or not (a reservation code such as "LXYJDS").
-_ID_KEYS = ("_id", "_ids", "_number", "_numbers")
+ID_KEYS = ("_id", "_ids", "_number", "_numbers")
 
 
 #: What makes a message ask the user to confirm something ("shall I proceed?", "is that correct?").
-_CONFIRM = re.compile(r"shall i|should i|would you like me to|do you want me to|proceed|confirm|go ahead|yes/no|\(yes|"
+CONFIRM = re.compile(r"shall i|should i|would you like me to|do you want me to|proceed|confirm|go ahead|yes/no|\(yes|"
                       r"is (?:that|this) (?:correct|right|ok)|sound good")
 
 
@@ -281,7 +281,7 @@ class ScenarioUser(UserSimulator):
         phone number is taken as one for the task's last request. A task without structured requests has nothing
         to match: there a plan needs a change and any token with a digit (``{}`` is returned).
         """
-        if _PLAN_VERB.search(text) is None:
+        if PLAN_VERB.search(text) is None:
             return None
         if not self.intents:  # no structured requests to match (tau2's tasks): any named id makes it concrete
             return {} if _ids(text) else None
@@ -306,7 +306,7 @@ class ScenarioUser(UserSimulator):
         anchors: list[tuple[dict[str, Any], tuple[str, ...]]] = []
         for intent in self.intents:
             values = [v for k, v in intent.items() if k not in _NOT_ANCHORS]
-            named = [v for k, v in intent.items() if k.endswith(_ID_KEYS)]  # ids even without a digit ("LXYJDS")
+            named = [v for k, v in intent.items() if k.endswith(ID_KEYS)]  # ids even without a digit ("LXYJDS")
             own = tuple(dict.fromkeys(tuple(v.lower() for v in _strings(named) if len(v) >= 3) +
                                       _ids(" ".join(_strings(values)) + " " + str(intent.get("says", "")))))
             if isinstance(intent.get("refuel_gb"), (int, float)):
@@ -401,7 +401,7 @@ class ScenarioUser(UserSimulator):
             return UserReply(content=TRANSFER)
         if _has(text, r"anything else", r"something else", r"else (i|we) can", r"other (questions|requests)"):
             return self._next_or_stop()
-        confirming = _CONFIRM.search(text) is not None
+        confirming = CONFIRM.search(text) is not None
         planned = self._plan(text) if confirming else None
         on_phone: PhoneRequest | None = None
         if planned is not None:  # a stated plan is agreed to, even where it says "order number" or "name"
