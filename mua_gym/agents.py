@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -117,6 +117,9 @@ IDENTITY = frozenset({"user_id", "email", "first_name", "last_name", "zip", "pho
 #: The example value a tool schema gives an argument ("... e.g. 'JFK'.").
 _EXAMPLE = re.compile(r"e\.g\.,? '([^']+)'")
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: How many distinct numbers of one result key a fair agent adds up (a few items' prices, a few refunds).
+MAX_SUM_TERMS = 16
 _RUNS = re.compile(r"[A-Z][a-z]+|[a-z]+|[A-Z]+|\d+|.", re.DOTALL)
 
 
@@ -179,14 +182,41 @@ def _result_values(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
         yield key, str(value)
 
 
+def next_days(value: str) -> list[str]:
+    """The days before and after an ISO date (``"2024-05-23"`` gives the 22nd and the 24th); none for other text."""
+    import datetime
+
+    if not _DATE.fullmatch(value):
+        return []
+    try:
+        day = datetime.date.fromisoformat(value)
+    except ValueError:
+        return []
+    return [(day + datetime.timedelta(days=d)).isoformat() for d in (-1, 1)]
+
+
+def is_subset_sum(numbers: Iterable[float], target: float) -> bool:
+    """Whether some two or more of ``numbers`` (their sizes, in cents) add up to ``target``: one pass per number over
+    the sums reachable so far, none above the target."""
+    goal = round(abs(target) * 100)
+    reachable: dict[int, int] = {0: 0}  # a sum -> how many terms make it: 0, 1, or 2 for two or more
+    for cents in sorted({round(abs(x) * 100) for x in numbers} - {0}):
+        for total, terms in list(reachable.items()):
+            new = total + cents
+            if new <= goal:
+                reachable[new] = max(reachable.get(new, 0), min(terms + 1, 2))
+    return reachable.get(goal, 0) == 2
+
+
 def same(a: re.Pattern[str] | None, b: re.Pattern[str] | None) -> bool:
     """Whether two argument shapes are one and the same pattern."""
     return a is not None and b is not None and a.pattern == b.pattern
 
 
 def adjacent(x: tuple[int, int, int], y: tuple[int, int, int], texts: list[str]) -> bool:
-    """Whether the user said the value at ``y`` right after the one at ``x`` (one space apart, one message)."""
-    return x[0] == y[0] >= 0 and texts[x[0]][x[2]:y[1]] == " "
+    """Whether the user said the value at ``y`` right after the one at ``x`` (one space apart, one message); values
+    that a result listed under their own keys (``origin``, ``destination``) need not be."""
+    return x[0] < 0 and y[0] < 0 or x[0] == y[0] >= 0 and texts[x[0]][x[2]:y[1]] == " "
 
 
 class FairAgent(OracleAgent):
@@ -239,6 +269,8 @@ class FairAgent(OracleAgent):
                           {a: _shape(m.group(1)) for a, spec in f.get("parameters", {}).get("properties", {}).items()
                            if (m := _EXAMPLE.search(str(spec.get("description", ""))))})
                          for f in (t.get("function", t) for t in tools) if self._tool_kinds.get(f["name"]) == "read"]
+        self._descriptions = {f["name"]: str(f.get("description", "")).lower()
+                              for f in (t.get("function", t) for t in tools)}
         self._values: dict[str, dict[str, int]] = {}  # argument name -> value -> when it was seen (its rank)
         self._user_texts: list[str] = []
         self._looked: set[str] = set()  # the look-ups made, as name and arguments
@@ -246,6 +278,28 @@ class FairAgent(OracleAgent):
         self._looks_for_value = 0
         #: The look-ups made this episode, in order: (tool, arguments).
         self.lookups: list[tuple[str, dict[str, Any]]] = []
+        self._derived: set[str] = set()  # values worked out from what was seen: the days next to a seen date
+        self._amounts: dict[str, set[float]] = {}  # result key -> the numbers seen under it, to add up
+        self._totals: dict[tuple[float, int], bool] = {}
+
+    def knows(self, value: Any) -> bool:
+        """Whether the agent can state ``value``: the conversation showed it (:class:`mua_gym.fairness.Knowledge`),
+        it is the day before or after a date a result showed, or it is a total of up to :data:`MAX_SUM_TERMS`
+        distinct numbers that results listed under one key (the prices of the items returned, the refunds of
+        several changes)."""
+        if self.seen.knows(value) or str(value).lower() in self._derived:
+            return True
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            return False
+        if number is None:
+            return False
+        key = (round(number, 2), sum(map(len, self._amounts.values())))  # the same question on the same numbers
+        if key not in self._totals:
+            self._totals[key] = any(len(group) <= MAX_SUM_TERMS and is_subset_sum(group, number)
+                                    for group in self._amounts.values())
+        return self._totals[key]
 
     def _unseen(self, action: Any) -> list[tuple[str, Any]]:
         """(argument, value) for each leaf of ``action``'s compared arguments that the conversation has not shown."""
@@ -253,7 +307,7 @@ class FairAgent(OracleAgent):
 
         free = free_arguments(action)
         return [(name, leaf) for name, value in action.arguments.items() if name not in free
-                for leaf in leaf_values(value) if not self.seen.knows(leaf)]
+                for leaf in leaf_values(value) if not self.knows(leaf)]
 
     def _arguments(self, action: Any) -> dict[str, Any]:
         """The call's arguments, with the ones no reward compares in the agent's own words."""
@@ -288,7 +342,31 @@ class FairAgent(OracleAgent):
                             self._note(key, str(result))
                     for key, value in _result_values(result):
                         self._note(key, value)
+                        self._work_out(key, value)
+                    self._note_listing(result)
         return reply
+
+    def _work_out(self, key: str, value: str) -> None:
+        """Keeps what a result value lets the agent work out: the days next to a date, the number to add up."""
+        for day in next_days(value):
+            self._derived.add(day)
+            self._note(key, day)
+        if re.fullmatch(r"-?\d+(?:\.\d+)?", value):
+            self._amounts.setdefault(key, set()).add(abs(float(value)))
+
+    def _note_listing(self, result: Any) -> None:
+        """A listing that maps names to ids (``list_all_product_types``): the ids of the names the user said, noted
+        for each ``<x>_id`` argument whose ``<x>`` the listing tool's name holds (``product_id``)."""
+        if self._last_call is None or not isinstance(result, dict) or \
+                not all(isinstance(v, str) for v in result.values()):
+            return
+        tool = self._last_call["function"]["name"]
+        said = " ".join(self._user_texts).lower()
+        targets = {a for _, own, _ in self._readers for a in own if a.endswith("_id") and a[:-3] in tool}
+        for name, value in result.items():
+            if re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", said):
+                for argument in targets:
+                    self._note(argument, value, -1)
 
     def _named(self, observation: list[dict[str, Any]]) -> list[str]:
         """The argument names that the name of the read call just made holds beside its own arguments
@@ -324,11 +402,13 @@ class FairAgent(OracleAgent):
         return sorted(out.values(), key=lambda c: (c[0], c[2], c[1]))
 
     def _lookup(self, action: Any, unseen: list[tuple[str, Any]]) -> dict[str, Any] | None:
-        """The next read call to make to find the first ``unseen`` value of ``action``, or None (none left to make,
-        the budget spent, or the value one the user must give). Each argument of a look-up is a value the
-        conversation has shown (a result's value under a matching key, a value of a gold call already seen, or a
-        value the user said shaped like the schema's example); breadth first (the earliest seen values first, the
-        pending call's own first), each distinct call once."""
+        """The next read call to make to find the first ``unseen`` value of ``action`` (None: a value to tell the
+        user), or None (none left to make, the budget spent, or the value one the user must give). Each argument
+        of a look-up is a value the conversation has shown (a result's value under a matching key, a value of a
+        gold call already seen, or a value the user said shaped like the schema's example); breadth first (the
+        earliest seen values first, the pending call's own first), each distinct call once, none that takes the
+        value's own argument (``get_flight_status`` cannot find a flight number). A listing that takes
+        no arguments is made only for a value to tell, once, after the look-ups that take some."""
         import itertools
 
         from mua_gym.fairness import leaf_values
@@ -336,35 +416,47 @@ class FairAgent(OracleAgent):
         name, value = unseen[0]
         if len(self.lookups) >= LOOKUPS_PER_EPISODE:
             return None
-        if self._looking_for != (action.name, name, value):
-            self._looking_for, self._looks_for_value = (action.name, name, value), 0
+        target = (getattr(action, "name", None), name, value)
+        if self._looking_for != target:
+            self._looking_for, self._looks_for_value = target, 0
         if self._looks_for_value >= LOOKUPS_PER_VALUE:
             return None
         for gold in self.task.gold_actions:  # the plan's values the conversation has shown
             for argument, given in gold.arguments.items():
                 for leaf in leaf_values(given):
-                    if isinstance(leaf, str) and leaf and self.seen.knows(leaf):
+                    if isinstance(leaf, str) and leaf and self.knows(leaf):
                         self._note(argument, leaf, -1 if gold is action else None)
-        best: tuple[int, int, str, dict[str, Any]] | None = None
+        own = {str(leaf) for given in (action.arguments.values() if action is not None else ())
+               for leaf in leaf_values(given) if self.knows(leaf)}
+        wanted = name.removesuffix("s").removesuffix("_id")  # flights -> flight, order_id -> order
+        best: tuple[tuple[int, int, int, int], str, dict[str, Any]] | None = None
         for order, (tool, arguments, shapes) in enumerate(self._readers):
-            if not arguments:
-                continue  # a listing of everything is no look-up of what the conversation showed
+            if not arguments:  # a listing of everything is no look-up of what the conversation showed
+                if action is None and f"{tool} {{}}" not in self._looked and best is None:
+                    best = ((LOOKUPS_PER_EPISODE, 0, 0, order), f"{tool} {{}}", {"name": tool, "arguments": {}})
+                continue
+            if any(a.startswith(wanted) for a in arguments):
+                continue  # a look-up that needs the value cannot find it
+            shows = wanted in self._descriptions.get(tool, "")
             options = [self._candidates(a, shapes.get(a))[:8] for a in arguments]
             for combo in itertools.product(*options):
-                if any(same(shapes.get(a), shapes.get(b)) and not adjacent(x[2], y[2], self._user_texts)
+                if any(same(shapes.get(a), shapes.get(b))
+                       and (x[1] == y[1] or not adjacent(x[2], y[2], self._user_texts))
                        for (a, x), (b, y) in itertools.pairwise(zip(arguments, combo))):
-                    continue  # two values of one shape (a first and last name) are two words said together
+                    continue  # two values of one shape (a first and last name, an origin and destination) differ
                 call = dict(zip(arguments, (c[1] for c in combo)))
                 key = f"{tool} {json.dumps(call, sort_keys=True)}"
-                rank = max(c[0] for c in combo)
-                if key not in self._looked and (best is None or (rank, order) < best[:2]):
-                    best = (rank, order, key, {"name": tool, "arguments": call})
+                # the earliest seen values first; among those, a tool that says it shows the value's kind, then the
+                # more of the pending call's own values the better
+                rank = (max(c[0] for c in combo), -shows, -sum(c[1] in own for c in combo), order)
+                if key not in self._looked and (best is None or rank < best[0]):
+                    best = (rank, key, {"name": tool, "arguments": call})
         if best is None:
             return None
-        self._looked.add(best[2])
+        self._looked.add(best[1])
         self._looks_for_value += 1
-        self.lookups.append((best[3]["name"], best[3]["arguments"]))
-        return self._tool_call(best[3]["name"], json.dumps(best[3]["arguments"]))
+        self.lookups.append((best[2]["name"], best[2]["arguments"]))
+        return self._tool_call(best[2]["name"], json.dumps(best[2]["arguments"]))
 
     def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
         from mua_gym.fairness import NEXT_REQUEST
@@ -382,7 +474,12 @@ class FairAgent(OracleAgent):
         if not self._pending or (self._pending[0].name in self._terminal and not self._summarised):
             if not self._summarised:
                 said = self.task.evaluation.communicate_info
-                self.gave_up = [f"communicate={c!r}" for c in said if not self.seen.knows(c)]
+                untold = [c for c in said if not self.knows(c)]
+                if untold and self.look_up:
+                    lookup = self._lookup(None, [("communicate", untold[0])])
+                    if lookup is not None:
+                        return lookup
+                self.gave_up = [f"communicate={c!r}" for c in said if not self.knows(c)]
                 if self.gave_up:  # it would have to say what it was never shown
                     self._done_failing = True
                     return self._say("I'm sorry, I could not find all you asked for.")
