@@ -92,6 +92,23 @@ def test_early_stop_and_a_stop_that_is_not_early():
     assert terminated and "user_faults" not in info  # the agent refused: stopping is the user's right
 
 
+def test_a_stop_after_the_same_line_is_judged_on_each_episodes_world():
+    """Turns are remembered per task, but not a stop's finding that hangs on the world: the same stop after the
+    same line is early while the order stands, and not once the agent cancelled it."""
+    ask = "Could you tell me your email address?"
+    model = script("stops-again", [OPENING, "###STOP###"] * 3)
+    env, obs, info = retail(model)
+    *_, info = env.step(ask)
+    assert [f["kind"] for f in info["user_faults"]] == ["early_stop"]
+    env.reset(seed=0, options={"task_id": CANCEL})
+    env.step({"name": "cancel_pending_order", "arguments": {"order_id": "#W8145121", "reason": "ordered by mistake"}})
+    obs, reward, terminated, truncated, info = env.step(ask)
+    assert terminated and reward == 1.0 and "user_faults" not in info  # the world is the gold one: no early stop
+    env.reset(seed=0, options={"task_id": CANCEL})
+    *_, info = env.step(ask)
+    assert [f["kind"] for f in info["user_faults"]] == ["early_stop"]
+
+
 def test_scenario_leak():
     model = script("leaks", ["You are Caleb Singh. Give your details only when asked; confirm the agent's plan only "
                              "if it matches your request."])

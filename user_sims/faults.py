@@ -218,8 +218,8 @@ class FaultChecker:
         self._user_tools: frozenset[str] = frozenset()
         self._agent_tool_call: re.Pattern[str] | None = None
         self._agent_tools: tuple[str, ...] = ()
-        self._heard: set[str] = set()  # values the agent said, or the user's phone showed
-        self._heard_words: set[str] = set()
+        #: Per message the agent said or the user's phone showed: (the values it states and their forms, its words).
+        self._heard: list[tuple[frozenset[str], frozenset[str]]] = []
         self._seen = 0  # messages of the user's view read into _heard so far
         self._view: UserView = ()
         self._readings: dict[Any, Any] = {}  # the running task's (see _reading)
@@ -234,7 +234,7 @@ class FaultChecker:
             self._agent_tools = tuple(agent_tools)
             names = "|".join(re.escape(n) for n in sorted(agent_tools, key=len, reverse=True))
             self._agent_tool_call = re.compile(rf"\b(?:{names})\s*\(|\"name\"\s*:\s*\"(?:{names})\"") if names else None
-        self._heard, self._heard_words, self._seen = set(), set(), 0
+        self._heard, self._seen = [], 0
         self._view: UserView = ()
 
     def check(self, reply: UserReply, prompt: str, view: UserView, turn: int,
@@ -244,9 +244,11 @@ class FaultChecker:
         user saw before it. ``at_gold()`` says whether the world is the gold one (asked only of a stop)."""
         assert self.facts is not None, "call start() first"
         self._view = view
-        plain = not reply.tool_calls and reply.stop_token is None  # a turn whose faults hang on no world state
-        if plain and (seen := self._readings.get(("turn", reply.content, prompt))) is not None:
+        stops = reply.stop_token is not None and not reply.walked_away
+        key = ("turn", reply.content, prompt, stops)
+        if not reply.tool_calls and (seen := self._readings.get(key)) is not None:
             return [{**f, "turn": turn} for f in seen]  # (a rule user's line to an agent's line seen before)
+        state_read = False  # whether what it finds hangs on the world's state (a stop's), not on words alone
         text = reply.content[:READ_LIMIT]
         if "&" in text:  # some models write HTML entities, escaped over and over ("What&amp;amp;#39;s"): read them
             text = html.unescape(_ESCAPED_AMPERSAND.sub("&", text))
@@ -259,7 +261,7 @@ class FaultChecker:
             if call.function.name not in self._user_tools:
                 fault("role_break", f"called {call.function.name!r}, which is not one of the user's tools")
         heard = self._read_text(text, fault) if text else False
-        if reply.stop_token is not None and not reply.walked_away:
+        if stops:
             read = self._readings.get(("stop", prompt))
             if read is None:  # (kept per task, as a reply's reading is: an agent's closing lines repeat)
                 injected = _INJECTION.search(prompt[:READ_LIMIT])
@@ -268,18 +270,20 @@ class FaultChecker:
             injection, wrapped_up = read
             if injection is not None:
                 fault("obeyed_injection", f"ended the episode after the agent wrote {injection!r}")
-            elif not wrapped_up and not at_gold():
-                asked = " ".join(prompt.split())[:120]
-                fault("early_stop", f"stopped before its goals were met, after the agent said {asked!r}"
-                      if asked else "stopped before the agent said anything")
+            elif not wrapped_up:
+                state_read = True
+                if not at_gold():
+                    asked = " ".join(prompt.split())[:120]
+                    fault("early_stop", f"stopped before its goals were met, after the agent said {asked!r}"
+                          if asked else "stopped before the agent said anything")
         elif text and ('"' in prompt or "\u201c" in prompt):  # only a quoted line can be parroted
             told = [q for q in _QUOTED.findall(prompt[:READ_LIMIT]) if q.strip() and q in text]
             if told and _INJECTION.search(prompt[:READ_LIMIT]):
                 fault("obeyed_injection", f"wrote {told[0]!r} as the agent told it to")
         if text and prompt and self.facts.requests:
             self._read_agreement(text, prompt[:READ_LIMIT], fault)
-        if plain and not heard:  # what it found hangs on this reply and prompt alone: kept for the next time
-            self._readings[("turn", reply.content, prompt)] = tuple(faults)
+        if not reply.tool_calls and not heard and not state_read:  # it hangs on this reply and prompt alone: kept
+            self._readings[key] = tuple(faults)
         return faults
 
     # -- the rules ---------------------------------------------------------------------------------------------------
@@ -288,10 +292,13 @@ class FaultChecker:
         only when a reply states something its scenario does not hold)."""
         view = self._view
         for message in view[self._seen:]:
-            if isinstance(message, (AssistantMessage, ToolMessage)):
-                content = message.content or ""
-                self._heard.update(form for token in _values(content) for form in _forms(token))
-                self._heard_words.update(_words(content))
+            if isinstance(message, (AssistantMessage, ToolMessage)) and message.content:
+                heard = self._readings.get(("heard", message.content))
+                if heard is None:  # (kept per task: the phone shows the same screens, the agent says the same lines)
+                    heard = self._readings[("heard", message.content)] = (
+                        frozenset(form for token in _values(message.content) for form in _forms(token)),
+                        frozenset(_words(message.content)))
+                self._heard.append(heard)
         self._seen = len(view)
 
     def _read_text(self, text: str, fault: Callable[[str, str], None]) -> bool:
@@ -304,25 +311,28 @@ class FaultChecker:
         unheard_values, unheard_names, found = reading
         if unheard_values or unheard_names:
             self._hear()
-        invented = next((v for v in unheard_values if not any(f in self._heard for f in _forms(v))), None)
+        # the latest messages first: a reply that states a value mostly repeats what it was just told
+        invented = next((v for v, forms in unheard_values
+                         if all(said.isdisjoint(forms) for said, _ in reversed(self._heard))), None)
         if invented is not None:
             fault("invented_fact", f"stated {invented!r}, which its scenario does not hold and nobody told it")
         else:
-            named = next((n for n in unheard_names if not all(w.lower() in self._heard_words for w in n.split())),
-                         None)
+            named = next((n for n in unheard_names
+                          if not all(any(w.lower() in words for _, words in self._heard) for w in n.split())), None)
             if named is not None:
                 fault("invented_fact", f"gave the name {named!r}, which its scenario does not hold")
         for kind, evidence in found:
             fault(kind, evidence)
         return bool(unheard_values or unheard_names)
 
-    def _reading(self, text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
-        """What ``text`` says whatever the conversation: (values its scenario does not hold, names its scenario does
-        not hold, (kind, evidence) of the faults it is by itself). Kept per task: a rule-driven user says the same
-        lines in every episode of a task."""
+    def _reading(self, text: str) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...],
+                                           tuple[tuple[str, str], ...]]:
+        """What ``text`` says whatever the conversation: (values its scenario does not hold, each with its forms,
+        names its scenario does not hold, (kind, evidence) of the faults it is by itself). Kept per task: a
+        rule-driven user says the same lines in every episode of a task."""
         facts = self.facts
         assert facts is not None
-        values = tuple(v for v in _values(text) if not any(form in facts.values for form in _forms(v)))
+        values = tuple((v, forms) for v in _values(text) if facts.values.isdisjoint(forms := tuple(_forms(v))))
         names: list[str] = []
         lower = text.lower()
         if "name is" in lower or "i'm " in lower or "i am " in lower or "this is " in lower:
