@@ -27,7 +27,8 @@ dataset row whose ``agent_name`` is ``"mua_gym"``. Its ``run`` plays one episode
   ``dataset_rows`` measured). The output is the prompt and one padding token with ``response_mask`` 0 (whatever
   the model generated before the episode went void is dropped), ``reward_score`` 0.0 and ``mua_void`` 1.0, and a
   warning names the reason (``user_error``, ``user_fault`` or ``prompt_too_long``) and why. The masked token
-  gives no gradient, but its 0.0 still enters a GRPO group's mean: filter ``mua_void`` out where that matters.
+  gives no gradient; verl's own GRPO would still count its 0.0 in its group's mean, so train with
+  ``algorithm.adv_estimator=mua_grpo`` (:mod:`mua_gym.integrations.verl_advantage`), which leaves it out.
 
 verl builds loops in its Ray workers, where this module is not imported: name the loop to them with
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` pointing at the file :func:`write_agent_loop_config`

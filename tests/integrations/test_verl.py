@@ -359,3 +359,36 @@ def test_an_episode_void_midway_gives_a_void_sample(worker, readme_files, monkey
                 output.extra_fields["reward_extra_info"])
     assert output.response_logprobs == [0.0]
     assert f"void sample (user_{how})" in caplog.text
+
+
+def test_mua_grpo_leaves_void_samples_out_of_their_groups_statistics():
+    """verl's trainer path (``compute_advantage`` with ``adv_estimator="mua_grpo"``, found through the plugin entry
+    point that ``import verl`` loads) against verl's own GRPO on the same batch without its void rows."""
+    import numpy as np
+    from verl.trainer.config import AlgoConfig
+    from verl.trainer.ppo import core_algos
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    from mua_gym.integrations.verl_advantage import grpo_without_void
+
+    assert core_algos.get_adv_estimator_fn("mua_grpo") is grpo_without_void
+    scores = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.5]
+    void = [False, False, True, False, False, True, False, True]
+    uids = np.array(["a", "a", "a", "a", "b", "b", "b", "c"], dtype=object)  # group c: one void sample alone
+    length = 5
+    mask = torch.tensor([[0] * length if v else [1, 1, 0, 1, 0] for v in void], dtype=torch.float32)
+    rewards = torch.zeros(len(scores), length)
+    rewards[:, 3] = torch.tensor(scores)  # the reward sits on the last token the model wrote
+    for normalise in (True, False):
+        data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                                   non_tensors={"uid": uids})
+        config = AlgoConfig(adv_estimator="mua_grpo", norm_adv_by_std_in_grpo=normalise)
+        ours = compute_advantage(data, adv_estimator="mua_grpo", config=config).batch["advantages"]
+        live = [i for i, v in enumerate(void) if not v]
+        theirs, _ = core_algos.compute_grpo_outcome_advantage(rewards[live], mask[live], uids[live],
+                                                              norm_adv_by_std_in_grpo=normalise)
+        assert torch.allclose(ours[live], theirs)
+        assert ours[[i for i, v in enumerate(void) if v]].abs().sum().item() == 0.0
+        # verl's own GRPO counts the void 0.0s: group a's real advantages differ from ours
+        everyone, _ = core_algos.compute_grpo_outcome_advantage(rewards, mask, uids, norm_adv_by_std_in_grpo=normalise)
+        assert not torch.allclose(everyone[live], ours[live])
