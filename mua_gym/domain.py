@@ -46,9 +46,15 @@ class TaskSource(Protocol):
 Assertion = Callable[..., bool]
 
 
+def env_name(name: str) -> str:
+    """The id part of the env of the domain called ``name``: ``"pizza_shop"`` gives ``"PizzaShop"``."""
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
 @dataclass(eq=False)
 class Domain:
-    """One tool domain. ``name`` is lower case (``"retail"``); ``env_name`` is the id part (``"Retail"``).
+    """One tool domain. ``name`` is lower case (``"retail"``); its env id is made from it (``mua/Retail-v0``,
+    :attr:`env_name`).
 
     The required part is ``name``, ``metadata`` (the SQLAlchemy schema), ``tools``, ``policy`` and ``worlds``,
     usually with ``task_sources``; the rest are optional hooks (docs/domains.md). ``tools`` (and ``user_tools``,
@@ -67,7 +73,6 @@ class Domain:
     assertions: Mapping[str, Assertion] = field(default_factory=dict)
     reward_basis: tuple[RewardComponent, ...] = ("DB",)
     description: str = ""
-    env_name: str | None = None
     #: A different agent tool set for some sources (e.g. exactly the installed tau2's set for its tasks).
     source_tools: Mapping[str, Callable[[], Toolkit]] = field(default_factory=dict)
     #: Runs after every successful tool call, inside its savepoint: re-derives state coupled across tables
@@ -90,10 +95,15 @@ class Domain:
     #: names one of them as an answer only if it names no other of the same vocabulary (mua_gym.communicate).
     answer_vocabularies: tuple[tuple[str, ...], ...] = ()
 
+    @property
+    def env_name(self) -> str:
+        """The id part of the domain's env, made from ``name`` (``"pizza_shop"`` gives ``"PizzaShop"``): a plugin's
+        env is registered by its entry point's name before the domain is loaded, so it cannot be chosen apart."""
+        return env_name(self.name)
+
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():
             raise ValueError(f"domain name must be alphanumeric (underscores allowed), got {self.name!r}")
-        self.env_name = self.env_name or "".join(p.capitalize() for p in self.name.split("_"))
         self.tools = _toolkit(self.tools)
         self.user_tools = None if self.user_tools is None else _toolkit(self.user_tools)
         self.setup_tools = None if self.setup_tools is None else _toolkit(self.setup_tools)

@@ -22,7 +22,7 @@ from typing import Any
 
 import gymnasium
 
-from mua_gym.domain import Domain
+from mua_gym.domain import Domain, env_name
 
 __all__ = ["ENTRY_POINT_GROUP", "available_domains", "env_id", "get_domain", "register_envs"]
 
@@ -36,10 +36,6 @@ _lock = threading.Lock()
 
 class DomainLoadError(RuntimeError):
     """A domain (usually a third-party plugin) could not be loaded."""
-
-
-def env_name(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))
 
 
 def env_id(name: str) -> str:

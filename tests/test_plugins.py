@@ -82,9 +82,11 @@ def test_broken_plugin_warns_and_spares_the_others(tmp_path):
 def test_register_domain_object_directly(mock):
     from dataclasses import replace
 
-    twin = replace(mock, name="mock_twin", env_name=None)
+    twin = replace(mock, name="mock_twin")
     env_id = mua_gym.register_domain(twin)
-    assert env_id == "mua/MockTwin-v0"
+    assert env_id == "mua/MockTwin-v0" and twin.env_name == "MockTwin"
+    with pytest.raises(TypeError, match="env_name"):  # the id comes from the name alone: no field to disagree
+        replace(mock, name="pizza_shop", env_name="PizzaCounter")
     env = mua_gym.make(env_id)
     obs, info = env.reset(seed=0)
     assert info["domain"] == "mock_twin"
