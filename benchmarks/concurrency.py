@@ -98,7 +98,7 @@ def throughput(args: argparse.Namespace) -> None:
     base = f"http://127.0.0.1:{port}/v1"
     clients = {"litellm": (f"litellm:openai/{MODEL}", {"api_base": base, "api_key": "x"}),
                "fast": (f"openai:{MODEL}@{base}", {})}
-    import mua_gym.llm_client as llm_client
+    import mua_gym.llm.client as llm_client
 
     llm_client.import_litellm()  # (its import, seconds, is not a call's cost)
     asyncio.run(play(*clients["fast"], 4))  # warm both paths up

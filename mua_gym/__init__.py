@@ -12,6 +12,7 @@ from typing import Any
 
 import gymnasium
 
+from mua_gym import moved
 from mua_gym.diff import WorldDiff
 from mua_gym.domain import Domain
 from mua_gym.env import AsyncMuaEnv
@@ -62,3 +63,4 @@ def make_async(id: str, **kwargs: Any) -> AsyncMuaEnv:
 
 
 register_envs()
+moved.install()

@@ -13,8 +13,8 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from mua_gym.fairness import ARGUMENT_QUESTIONS
-from mua_gym.llm_client import AgentModelError, acall, add_usage, call, probe, split_call_limits
-from mua_gym.redact import Redactor
+from mua_gym.llm.client import AgentModelError, acall, add_usage, call, probe, split_call_limits
+from mua_gym.llm.redact import Redactor
 from mua_gym.task import Task
 
 __all__ = ["Agent", "AgentError", "FairAgent", "LiteLLMAgent", "OracleAgent", "RandomAgent", "check_agent_spec",
@@ -642,7 +642,7 @@ class LiteLLMAgent(Agent):
         """The model's next message, as an action; raises :class:`AgentError` (redacted) once retrying cannot help.
 
         ``timeout``, ``max_retries`` and ``backoff`` among the keywords bound the call, as for the LLM user
-        (:class:`mua_gym.llm_client.CallLimits`); they are not sent to litellm.
+        (:class:`mua_gym.llm.client.CallLimits`); they are not sent to litellm.
         """
         request, limits = split_call_limits(self._request(observation))
         return self._record(call(request, limits, role="agent", error=AgentError, redactor=self._redact))

@@ -29,7 +29,7 @@ import time
 from typing import Any, Callable, Sequence, TextIO
 
 from mua_gym import __version__
-from mua_gym.llm_client import one_line
+from mua_gym.llm.client import one_line
 from mua_gym.task import check_split
 
 __all__ = ["UsageError", "default_out", "main"]
@@ -114,7 +114,7 @@ def _run(args: argparse.Namespace) -> int:
 
     import mua_gym
     from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
-    from mua_gym.redact import Redactor
+    from mua_gym.llm.redact import Redactor
 
     redact = Redactor.of(user_kwargs, judge_kwargs, agent_kwargs, env_extra)
     say = _printer(redact)
@@ -211,7 +211,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import mua_gym  # noqa: F401  (registers the env ids)
     from mua_gym.integrations import MissingTrainerError
-    from mua_gym.redact import Redactor
+    from mua_gym.llm.redact import Redactor
 
     redact = Redactor.of(env_kwargs)
     try:  # before OpenEnv is imported: that takes seconds (gradio)
@@ -240,7 +240,7 @@ def _serve_model(args: argparse.Namespace) -> int:
     import signal
     import subprocess
 
-    from mua_gym import local_model
+    from mua_gym.llm import local_model
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
@@ -278,7 +278,7 @@ def _eval(args: argparse.Namespace) -> int:
     from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
     from mua_gym.evaluation import EvalConfig
     from mua_gym.perturbations import check_perturb_specs
-    from mua_gym.redact import Redactor
+    from mua_gym.llm.redact import Redactor
 
     user_kwargs = _key_values(args.user_arg, "--user-arg")
     agent_kwargs = _key_values(args.agent_arg, "--agent-arg")

@@ -166,7 +166,7 @@ class AsyncMuaEnv:
         self.reward_mode: RewardMode = reward_mode(reward)
         self.parser = get_parser(parser)
         if isinstance(judge, str):
-            from mua_gym.judge import make_judge
+            from mua_gym.llm.judge import make_judge
 
             judge = make_judge(judge, **(judge_kwargs or {}))
         self.judge = judge
@@ -176,7 +176,7 @@ class AsyncMuaEnv:
 
             self.fault_reviewer = make_reviewer(fault_reviewer, **(fault_reviewer_kwargs or {}))
         if check_models:  # one probe call per model: a misconfigured one fails here, in one line, not mid-run
-            from mua_gym.llm_client import check_models as probe_models
+            from mua_gym.llm.client import check_models as probe_models
 
             probe_models(self.user, self.judge)
             if self.fault_reviewer is not None:

@@ -114,7 +114,7 @@ class EvalConfig(BaseModel):
     def run_key(self) -> dict[str, Any]:
         """What must match for a folder's episodes to be this run's, as ``run.json`` records it: concurrency may
         change between sessions, and credentials are masked (a rotated key resumes; no key is written down)."""
-        from mua_gym.redact import masked
+        from mua_gym.llm.redact import masked
 
         # options left at their defaults keep the key a run had before they could be named (its folder resumes)
         defaults = {"judge": None, "judge_kwargs": {}, "on_user_fault": "flag", "fault_reviewer": None,
@@ -465,7 +465,7 @@ def read_run(folder: str | os.PathLike[str]) -> EvalRun:
     """Reads a run folder (finished or not). Raises FileNotFoundError where it holds no run, ValueError (naming
     the file and line) where its files are not a run's. Nothing is written: a half-written last line (a run
     killed, or still running) is skipped, not cut."""
-    from mua_gym.llm_client import one_line
+    from mua_gym.llm.client import one_line
 
     path = Path(folder)
     run_file = path / RUN
@@ -486,7 +486,7 @@ def read_run(folder: str | os.PathLike[str]) -> EvalRun:
 def read_results(folder: str | os.PathLike[str]) -> list[EpisodeResult]:
     """The folder's complete episode lines as written (a half-written last line left out); ValueError naming the
     line where one is not an episode record. Nothing is written (an eval that resumes cuts a half line itself)."""
-    from mua_gym.llm_client import one_line
+    from mua_gym.llm.client import one_line
 
     path = Path(folder) / RESULTS
     if not path.exists():
@@ -568,7 +568,7 @@ AgentFactory = Callable[[Any, int], Any]
 async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int,
                 agent_factory: AgentFactory | None = None) -> EpisodeResult:
     from mua_gym.agents import make_agent
-    from mua_gym.llm_client import one_line
+    from mua_gym.llm.client import one_line
 
     seed = episode_seed(config.seed, env_id, task.id, trial)
     started = time.perf_counter()

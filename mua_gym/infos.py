@@ -114,7 +114,7 @@ class RewardInfoDict(TypedDict):
     efficiency: EfficiencyInfo | None
     #: Only where the natural-language judge failed: why (its component then scores 0.0).
     judge_error: NotRequired[str]
-    #: Only where a judge reported its call's tokens and cost (:class:`mua_gym.judge.Verdicts`): them.
+    #: Only where a judge reported its call's tokens and cost (:class:`mua_gym.llm.judge.Verdicts`): them.
     judge_usage: NotRequired[dict[str, float]]
 
 

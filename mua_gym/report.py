@@ -8,7 +8,7 @@ config and versions, pass^k (overall, per env, per category) with a plot against
 a task-by-trial pass matrix whose cells open their episode's transcript, histograms of turns and tool calls,
 the reward components, the agent and user errors, the user's faults and the void episodes, tokens and cost per
 role (agent, user, judge), the noise floor of pass^1, and each env's policy once. A page gets
-shared: the config's credential-named values are masked and error texts redacted (:mod:`mua_gym.redact`).
+shared: the config's credential-named values are masked and error texts redacted (:mod:`mua_gym.llm.redact`).
 
 Transcripts are shown one at a time by the CSS ``:target`` rule (a link to ``#ep-N`` shows episode N): no
 JavaScript. The same folder gives the same bytes: episodes are sorted by env, task and trial (not the order
@@ -30,7 +30,7 @@ from mua_gym.evaluation import (
 )
 from mua_gym.html_view import STYLE, escape_html as _e, trajectory_html
 from mua_gym.extras import require_extra
-from mua_gym.redact import masked
+from mua_gym.llm.redact import masked
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -362,7 +362,7 @@ def _rewards(results: list[EpisodeResult], summary: EvalSummary) -> str:
 
 
 def _redactor(run: EvalRun) -> Any:
-    from mua_gym.redact import Redactor
+    from mua_gym.llm.redact import Redactor
 
     return Redactor.of(run.config.agent_kwargs, run.config.user_kwargs, run.config.judge_kwargs)
 

@@ -112,7 +112,7 @@ class RewardInfo(BaseModel):
     nl_assertions: list[bool] | None = None
     #: Why CONDUCT failed (an unasked hand-off, needless requests); empty where it holds.
     conduct_failed: list[str] = []
-    #: The judge's tokens and cost for this episode (a judge that reports them: :class:`mua_gym.judge.Verdicts`);
+    #: The judge's tokens and cost for this episode (a judge that reports them: :class:`mua_gym.llm.judge.Verdicts`);
     #: None, and left out of the dump, where no judge reported any.
     judge_usage: dict[str, float] | None = None
 
@@ -279,7 +279,7 @@ def needs_judge(task: Task, judge_only: bool = False) -> bool:
 async def judge_nl_assertions(info: RewardInfo, task: Task, judge: Judge,
                               conversation: list[dict[str, Any]]) -> RewardInfo:
     """Asks ``judge`` about the task's NL assertions; returns ``info`` with its verdicts folded into the reward
-    and, where the judge reports them (:class:`mua_gym.judge.Verdicts`), the call's tokens and cost in
+    and, where the judge reports them (:class:`mua_gym.llm.judge.Verdicts`), the call's tokens and cost in
     ``judge_usage``."""
     answer = await judge(conversation, list(task.evaluation.nl_assertions))
     verdicts = [bool(v) for v in answer]

@@ -26,7 +26,7 @@ from typing import Iterator, Sequence
 
 __all__ = ["ALIAS", "GGUF_NAME", "gguf_path", "local_llm_server", "missing_requirements", "server_problem"]
 
-from mua_gym.local_model import ALIAS, CHAT_FORMAT, GGUF_NAME, gguf_path, missing_requirements, server_command
+from mua_gym.llm.local_model import ALIAS, CHAT_FORMAT, GGUF_NAME, gguf_path, missing_requirements, server_command
 
 HOST = "127.0.0.1"
 
@@ -87,7 +87,7 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
                      n_threads: int = 2, chat_format: str = CHAT_FORMAT, cache: bool = True,
                      extra_args: Sequence[str] = (), startup_timeout: float = 90.0,
                      grace: float = 10.0) -> Iterator[str]:
-    """Starts llama-cpp-python's server (:mod:`mua_gym.local_model`: extra buffer types off, for AMX CPUs) on a
+    """Starts llama-cpp-python's server (:mod:`mua_gym.llm.local_model`: extra buffer types off, for AMX CPUs) on a
     free loopback port and yields its ``api_base``.
 
     ``cache`` keeps the model states of recent prompts in RAM (``--cache true``): when the agent and the user
@@ -101,7 +101,7 @@ def local_llm_server(model: str | os.PathLike[str] | None = None, *, alias: str 
     model_path = Path(model) if model is not None else gguf_path()
     port = free_port()
     api_base = f"http://{HOST}:{port}/v1"
-    # llama_cpp.server with extra buffer types off: it serves on CPUs with AMX too (mua_gym.local_model)
+    # llama_cpp.server with extra buffer types off: it serves on CPUs with AMX too (mua_gym.llm.local_model)
     command = server_command(model_path, host=HOST, port=port, alias=alias, n_ctx=n_ctx, n_threads=n_threads,
                              cache=cache, chat_format=chat_format, extra_args=extra_args)
     env = dict(os.environ, HF_HUB_OFFLINE="1")

@@ -125,3 +125,32 @@ def test_the_walker_finds_a_loop_through_a_lazy_import_and_skips_a_type_only_one
     modules = {name[:-3].replace("/", ".").removesuffix(".__init__"): str(tmp_path / name) for name in files}
     assert cycles(modules) == [["pkg.a", "pkg.b", "pkg.c"]]
     assert cycles(modules, type_only=True) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.d", "pkg.e"]]
+
+
+def test_a_moved_module_imports_at_its_old_path_with_a_warning(tmp_path):
+    """Each old path of :data:`mua_gym.moved.MOVED` gives the very module at its new path, warned, in a fresh
+    interpreter (nothing imported before it)."""
+    import json
+    import subprocess
+    import sys
+
+    from mua_gym.moved import MOVED
+
+    script = (
+        "import importlib, json, sys, warnings\n"
+        "import mua_gym\n"
+        "out = {}\n"
+        f"for old, new in {sorted(MOVED.items())!r}:\n"
+        "    with warnings.catch_warnings(record=True) as caught:\n"
+        "        warnings.simplefilter('always')\n"
+        "        module = importlib.import_module(old)\n"
+        "    out[old] = [module is importlib.import_module(new), module.__name__,\n"
+        "                [str(w.message) for w in caught if w.category is DeprecationWarning]]\n"
+        "print(json.dumps(out))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for old, (same, name, warned) in json.loads(result.stdout).items():
+        assert same and name == MOVED[old], old
+        assert warned == [f"{old} moved to {MOVED[old]}; the old path goes in mua_gym 0.2"], old
+    assert not (ROOT / "mua_gym" / "judge.py").exists()  # a moved module left no file at the root

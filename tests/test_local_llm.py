@@ -210,7 +210,7 @@ def test_the_server_loads_models_without_extra_buffer_types():
 import sys
 import llama_cpp.llama_cpp as bindings
 assert bindings.llama_model_default_params().use_extra_bufts is True  # llama.cpp's own default: the switch matters
-from mua_gym.local_model import without_extra_buffers
+from mua_gym.llm.local_model import without_extra_buffers
 without_extra_buffers(); without_extra_buffers()  # (twice: wraps once)
 assert bindings.llama_model_default_params().use_extra_bufts is False
 import llama_cpp

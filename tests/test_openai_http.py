@@ -12,9 +12,9 @@ from error_llm_server import FLAKY_REPLY, REQUESTS, error_llm_server
 import mua_gym
 from mua_gym import EvaluationSpec, Task
 from mua_gym.gym_env import MuaEnv
-from mua_gym.judge import JudgeError, make_judge
-from mua_gym.llm_client import JudgeModelError
-from mua_gym.openai_http import parse_spec
+from mua_gym.llm.judge import JudgeError, make_judge
+from mua_gym.llm.client import JudgeModelError
+from mua_gym.llm.openai_http import parse_spec
 from mua_gym.user_sims import UserModelError, UserSimulatorError, make_user
 
 KEY = "sk-fast-client-secret-0123456789"

@@ -12,12 +12,12 @@ import pytest
 
 from mua_gym import EvaluationSpec, MuaEnv, Task, cli
 from mua_gym.agents import AgentError, LiteLLMAgent
-from mua_gym.judge import LLMJudge
-from mua_gym.llm_client import (
+from mua_gym.llm.judge import LLMJudge
+from mua_gym.llm.client import (
     AgentModelError, CallLimits, JudgeModelError, ModelConfigError, UserModelError, failure_kind, one_line,
     retries_allowed, split_call_limits,
 )
-from mua_gym.redact import (MIN_SECRET_LENGTH, PLACEHOLDER, Redactor, is_secret_name, masked, redact, secret_values,
+from mua_gym.llm.redact import (MIN_SECRET_LENGTH, PLACEHOLDER, Redactor, is_secret_name, masked, redact, secret_values,
                              url_secrets)
 from mua_gym.user_sims import LLMUser
 from mua_gym.user_sims.memo import ResponseMemo

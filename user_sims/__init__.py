@@ -9,7 +9,7 @@ of its own), or pass a :class:`UserSimulator` instance.
 
 from typing import Any
 
-from mua_gym.llm_client import UserModelError
+from mua_gym.llm.client import UserModelError
 from mua_gym.user_sims.base import (
     STOP_TOKENS,
     UserReply,
@@ -39,7 +39,7 @@ def make_user(spec: "str | UserSimulator", **kwargs: Any) -> UserSimulator:
         return ScriptedUser(**kwargs)
     if spec == "scenario":
         return ScenarioUser(**kwargs)
-    from mua_gym.openai_http import model_spec
+    from mua_gym.llm.openai_http import model_spec
 
     named = model_spec(spec)
     if named is not None:

@@ -2,7 +2,7 @@
 (a paraphrased leak, a goal quietly dropped, an agreement the scenario does not cover).
 
 Off unless configured: ``make(..., fault_reviewer="litellm:<model>", fault_reviewer_kwargs={...})`` (or
-``"openai:<model>@<base_url>"``). It reaches its model the way the judge does (:func:`mua_gym.llm_client.acall`:
+``"openai:<model>@<base_url>"``). It reaches its model the way the judge does (:func:`mua_gym.llm.client.acall`:
 a timeout per try, retries for what can heal, configured keys redacted from errors); a call that still fails, or
 a reply that is no verdict, adds no fault: the rules' findings stand alone. Its tokens and cost are recorded apart
 (``reviewer_*`` in the episode's usage).
@@ -14,10 +14,10 @@ from typing import Any
 
 from mua_gym.infos import UserFault
 from mua_gym.jsonsafe import first_object
-from mua_gym.llm_client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
+from mua_gym.llm.client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
 from mua_gym.messages import AssistantMessage, UserMessage
-from mua_gym.openai_http import OpenAIServer, model_spec
-from mua_gym.redact import Redactor
+from mua_gym.llm.openai_http import OpenAIServer, model_spec
+from mua_gym.llm.redact import Redactor
 from mua_gym.task import Task
 from mua_gym.user_sims.base import UserReply, UserView
 from mua_gym.user_sims.faults import FAULT_KINDS, FaultReviewer, scenario_json

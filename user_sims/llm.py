@@ -1,5 +1,5 @@
 """``LLMUser``: a customer played by any chat model that litellm reaches, or by one an OpenAI-compatible server
-serves (the fast client of :mod:`mua_gym.openai_http`).
+serves (the fast client of :mod:`mua_gym.llm.openai_http`).
 
 The model sees our guidelines, the task's scenario and the persona, and the conversation from the
 customer's side: the agent's texts arrive as the other party's messages, its own replies as its own. The
@@ -9,10 +9,10 @@ tools are offered to it as functions, and their results come back to it as tool 
 Faults never escape as anything but :class:`UserSimulatorError` (which ends the episode truncated with
 ``termination_reason="user_error"``): each call has a timeout; failures that can heal are retried with
 exponential backoff, those that cannot (bad request, authentication, not found: see
-:func:`mua_gym.llm_client.failure_kind`) end the episode at once (:func:`mua_gym.llm_client.acall`, shared with
+:func:`mua_gym.llm.client.failure_kind`) end the episode at once (:func:`mua_gym.llm.client.acall`, shared with
 the judge and the LLM agent); an empty or out-of-role reply is retried once with a correction. Error texts never
-carry the configured keys (:mod:`mua_gym.redact`). :meth:`LLMUser.check` makes one probe call and raises a
-one-line :class:`~mua_gym.llm_client.UserModelError` naming the fix.
+carry the configured keys (:mod:`mua_gym.llm.redact`). :meth:`LLMUser.check` makes one probe call and raises a
+one-line :class:`~mua_gym.llm.client.UserModelError` naming the fix.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mua_gym.llm_client import CallLimits, UserModelError, acall, add_usage, chat_message, probe
-from mua_gym.openai_http import OpenAIServer
+from mua_gym.llm.client import CallLimits, UserModelError, acall, add_usage, chat_message, probe
+from mua_gym.llm.openai_http import OpenAIServer
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.parsing import split_reasoning
-from mua_gym.redact import Redactor, is_secret_name
+from mua_gym.llm.redact import Redactor, is_secret_name
 from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import UserReply, UserSimulator, UserSimulatorError, UserView
 from mua_gym.user_sims.memo import ResponseMemo
@@ -77,7 +77,7 @@ def scenario_text(task: Task, persona: Persona) -> str:
 class LLMUser(UserSimulator):
     """A simulated user driven by ``model`` through ``litellm.acompletion`` (litellm keywords pass through), or,
     with ``server`` (a base URL such as ``http://127.0.0.1:8000/v1``), through the fast client of that
-    OpenAI-compatible server (:mod:`mua_gym.openai_http`: keywords go into the request body, ``api_key`` into
+    OpenAI-compatible server (:mod:`mua_gym.llm.openai_http`: keywords go into the request body, ``api_key`` into
     its header)."""
 
     def __init__(self, model: str, *, persona: PersonaMode = "task", timeout: float = 60.0, max_retries: int = 3,

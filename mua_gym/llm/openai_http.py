@@ -5,9 +5,9 @@ litellm reaches any provider, at a few milliseconds of CPU per call: with hundre
 local server, that CPU is the limit. This client does one thing, ``POST {base_url}/chat/completions``, and hands
 back the JSON. Name it with ``openai:<model>@<base_url>`` wherever a user or judge is named, e.g.
 ``user="openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1"``. Timeouts, retries, redaction, the memo and
-usage accounting are those of the litellm path (:mod:`mua_gym.llm_client`): a failure raises
+usage accounting are those of the litellm path (:mod:`mua_gym.llm.client`): a failure raises
 :class:`ServerError` (with the HTTP status), ``ConnectionError`` or ``TimeoutError``, which
-:func:`~mua_gym.llm_client.failure_kind` classifies like litellm's.
+:func:`~mua_gym.llm.client.failure_kind` classifies like litellm's.
 """
 
 from __future__ import annotations

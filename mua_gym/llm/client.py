@@ -11,7 +11,7 @@ client of an OpenAI-compatible server).
   with backoff): rate limits, timeouts, 5xx, everything else.
 - :func:`acall` / :func:`call`: one model call with a timeout, retried as :func:`retries_allowed` says with
   exponential backoff, raising the caller's error (its text redacted) once retrying cannot help; ``acall`` also
-  sends it to an OpenAI-compatible server through the fast client (:mod:`mua_gym.openai_http`) instead.
+  sends it to an OpenAI-compatible server through the fast client (:mod:`mua_gym.llm.openai_http`) instead.
 - :func:`probe`: one tiny call that checks a model's configuration, raising a one-line
   :class:`ModelConfigError` that names the fix.
 - :func:`one_line`: an error text (or exception) on one line, for messages that must not wrap.
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
 from urllib.parse import urlsplit
 
-from mua_gym.openai_http import OpenAIServer
-from mua_gym.redact import Redactor
+from mua_gym.llm.openai_http import OpenAIServer
+from mua_gym.llm.redact import Redactor
 
 __all__ = [
     "LIMIT_KEYWORDS", "AgentModelError", "CallLimits", "FailureKind", "JudgeModelError", "ModelConfigError",
@@ -169,7 +169,7 @@ async def acall(request: Mapping[str, Any], limits: CallLimits, *, role: str, er
     """The model's response to ``request`` (``litellm.acompletion`` keywords), each try cut off after
     ``limits.timeout``; raises ``error("<role> model call failed ...")``, redacted, once retrying cannot help.
 
-    With ``server`` the request goes to that OpenAI-compatible server (:mod:`mua_gym.openai_http`) as the JSON
+    With ``server`` the request goes to that OpenAI-compatible server (:mod:`mua_gym.llm.openai_http`) as the JSON
     body, and the response is its JSON (a dict); without, through litellm (its response object).
     :func:`chat_message` and :func:`add_usage` read either.
     """

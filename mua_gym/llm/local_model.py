@@ -10,7 +10,7 @@ and later) that path dies on the first completion (SIGILL where the kernel does 
 server started here has them off. llama-cpp-python's server has no option for it: its model parameters come from
 ``llama_model_default_params``, which :func:`without_extra_buffers` wraps before the server starts.
 
-    python -m mua_gym.local_model --model FILE.gguf --port 8080 ...   # llama_cpp.server's own options
+    python -m mua_gym.llm.local_model --model FILE.gguf --port 8080 ...   # llama_cpp.server's own options
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def server_command(model: str | Path | None = None, *, host: str = "127.0.0.1", 
     ``cache`` keeps recent prompts' states in RAM, so an agent and a user taking turns on one server each resume
     from their last prompt. ``n_threads``: llama.cpp's default (all cores) if None."""
     path = Path(model) if model is not None else gguf_path()
-    command = [sys.executable, "-m", "mua_gym.local_model", "--model", str(path), "--model_alias", alias,
+    command = [sys.executable, "-m", "mua_gym.llm.local_model", "--model", str(path), "--model_alias", alias,
                "--host", host, "--port", str(port), "--n_ctx", str(n_ctx), "--chat_format", chat_format]
     if n_threads is not None:
         command += ["--n_threads", str(n_threads)]

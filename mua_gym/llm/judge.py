@@ -4,7 +4,7 @@ one JSON verdict per assertion.
 Off unless configured: ``make("mua/Retail-v0", judge="litellm:<model>", judge_kwargs={...})`` (or
 ``judge="openai:<model>@<base_url>"``), or pass any
 async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`). Each call has a
-timeout and is retried like the LLM user's (:func:`mua_gym.llm_client.acall`: rate limits, timeouts and 5xx with
+timeout and is retried like the LLM user's (:func:`mua_gym.llm.client.acall`: rate limits, timeouts and 5xx with
 backoff, a refused connection once, errors that cannot heal never); one that still fails raises
 :class:`JudgeError` with the configured keys redacted. :meth:`LLMJudge.check` probes the model.
 
@@ -19,9 +19,9 @@ import json
 from typing import Any
 
 from mua_gym.jsonsafe import first_object
-from mua_gym.llm_client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
-from mua_gym.openai_http import OpenAIServer, model_spec
-from mua_gym.redact import Redactor
+from mua_gym.llm.client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
+from mua_gym.llm.openai_http import OpenAIServer, model_spec
+from mua_gym.llm.redact import Redactor
 
 __all__ = ["JudgeError", "LLMJudge", "Verdicts", "make_judge"]
 

@@ -1,0 +1,51 @@
+"""Module paths that moved when the core was grouped by job, kept for one release.
+
+Importing an old path (``import mua_gym.llm_client``, ``from mua_gym.judge import Verdicts``) gives the module at its
+new home, the same object, with a ``DeprecationWarning`` naming it; the old paths go in version 0.2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+from typing import Sequence
+
+__all__ = ["MOVED", "install"]
+
+#: Old module path -> new module path.
+MOVED: dict[str, str] = {
+    "mua_gym.llm_client": "mua_gym.llm.client",
+    "mua_gym.openai_http": "mua_gym.llm.openai_http",
+    "mua_gym.judge": "mua_gym.llm.judge",
+    "mua_gym.redact": "mua_gym.llm.redact",
+    "mua_gym.local_model": "mua_gym.llm.local_model",
+}
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old path and loads it as the module at its new one."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new = MOVED[spec.name]
+        warnings.warn(f"{spec.name} moved to {new}; the old path goes in mua_gym 0.2", DeprecationWarning,
+                      stacklevel=2)
+        return importlib.import_module(new)  # the module keeps its own name and spec
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module at the new path is already loaded."""
+
+
+def install() -> None:
+    """Puts the finder on ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
+        sys.meta_path.append(_Alias())
