@@ -138,7 +138,7 @@ def memory(n: int, steps: int, copy: bool) -> None:
 
     import mua_gym
     from bench import sqlite_heap_bytes
-    from mua_gym.agents import OracleAgent
+    from mua_gym.eval.agents import OracleAgent
 
     from mua_gym import tau2
 

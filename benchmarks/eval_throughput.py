@@ -20,7 +20,7 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mua_gym.evaluation import EvalConfig, evaluate  # noqa: E402
+from mua_gym.eval.evaluate import EvalConfig, evaluate  # noqa: E402
 
 
 def episodes_per_second(config: EvalConfig, repeat: int) -> tuple[float, int, float]:

@@ -1,4 +1,4 @@
-"""The seeded action fuzzer of tests/test_fuzz.py at scale (mua_gym.testing), with its counts per domain.
+"""The seeded action fuzzer of tests/test_fuzz.py at scale (mua_gym.eval.fuzz), with its counts per domain.
 
     python benchmarks/fuzz.py --actions 100000 --seed 1
     python benchmarks/fuzz.py --actions 20000 --domain telecom --max-size 1000000
@@ -18,7 +18,7 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mua_gym.testing import FUZZ_SETUPS, FuzzCounts, fuzz  # noqa: E402
+from mua_gym.eval.fuzz import FUZZ_SETUPS, FuzzCounts, fuzz  # noqa: E402
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ import statistics
 import time
 
 import mua_gym
-from mua_gym.agents import make_agent
+from mua_gym.eval.agents import make_agent
 
 FAMILIES = ["observation", "action", "transition", "user"]
 

@@ -30,10 +30,10 @@ import train_grpo  # noqa: E402  (the recipe's own argument reading and model lo
 def main(argv: list[str] | None = None) -> list[Any]:
     import torch
 
-    from mua_gym.evaluation import EvalConfig, evaluate
+    from mua_gym.eval.evaluate import EvalConfig, evaluate
     from mua_gym.integrations import trl as mua_trl
     from mua_gym.perturbations import check_perturb_specs
-    from mua_gym.perturbations.gap import format_gap, gap_rows
+    from mua_gym.eval.gap import format_gap, gap_rows
 
     own = argparse.ArgumentParser(add_help=False)
     own.add_argument("--perturb", action="append", required=True, metavar="SPEC")

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import mua_gym
-from mua_gym.agents import make_agent
-from mua_gym.evaluation import EvalConfig, evaluate
+from mua_gym.eval.agents import make_agent
+from mua_gym.eval.evaluate import EvalConfig, evaluate
 from mua_gym.user_sims.faults import FAULT_KINDS, FaultChecker
 
 ENVS = ["mua/Retail-v0", "mua/Airline-v0", "mua/Telecom-v0"]
@@ -68,7 +68,7 @@ def recheck(folder: str) -> list[Any]:
     """The run's episodes with their user faults found again by the checker as it is now: each episode replayed
     (its user's recorded replies, its agent's recorded messages, the same seed and task), so a run recorded before
     a rule changed is read as the rules now read it. A retried turn cannot be replayed: use on flag runs."""
-    from mua_gym.evaluation import read_run
+    from mua_gym.eval.evaluate import read_run
     from mua_gym.messages import AssistantMessage, to_openai
     from mua_gym.user_sims import ReplayUser
 
@@ -99,7 +99,7 @@ def llm_user_runs(args: argparse.Namespace) -> dict[str, Any]:
                                 num_tasks=tasks, max_turns=args.max_turns, concurrency=1, on_user_fault=mode)
             started = time.perf_counter()
             summary = evaluate(config, out=os.path.join(args.out, mode))
-            from mua_gym.evaluation import read_run
+            from mua_gym.eval.evaluate import read_run
 
             results = read_run(os.path.join(args.out, mode)).results
             if mode == "flag" and args.recheck:
@@ -152,7 +152,7 @@ def checker_cost(rounds: int) -> dict[str, Any]:
 def markdown(out: str) -> str:
     """The flag and retry runs in ``out`` side by side: per fault kind, faults kept per episode and the share of
     episodes with one, under flag over every episode, and under flag and retry over the episodes both played."""
-    from mua_gym.evaluation import read_run
+    from mua_gym.eval.evaluate import read_run
 
     flag = read_run(os.path.join(out, "flag")).results
     retry = read_run(os.path.join(out, "retry")).results

@@ -1,9 +1,9 @@
-"""Your own agent in ``mua_gym.evaluation.evaluate``: a class with ``reset(info)`` and ``act(observation)``.
+"""Your own agent in ``mua_gym.eval.evaluate.evaluate``: a class with ``reset(info)`` and ``act(observation)``.
 
     python examples/custom_agent.py                 # 10 retail test tasks, results in runs/custom-agent
     mua-gym report runs/custom-agent                # the report of what it did
 
-An agent is any object with two methods (``mua_gym.agents.Agent`` is the base class):
+An agent is any object with two methods (``mua_gym.eval.agents.Agent`` is the base class):
 
 - ``reset(info)``: a new episode begins; ``info`` is reset's (``tools``: the OpenAI tool schemas, ``policy``, ...).
 - ``act(observation) -> action``: ``observation`` is the list of new OpenAI chat messages since the last action
@@ -24,8 +24,8 @@ import re
 import sys
 from typing import Any
 
-from mua_gym.agents import Agent
-from mua_gym.evaluation import EvalConfig, evaluate
+from mua_gym.eval.agents import Agent
+from mua_gym.eval.evaluate import EvalConfig, evaluate
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 NAME_ZIP = re.compile(r"I'm (\w+) (\w+), zip code (\d{5})")

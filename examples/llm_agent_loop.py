@@ -13,7 +13,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import mua_gym  # noqa: E402
-from mua_gym.agents import LiteLLMAgent  # noqa: E402
+from mua_gym.eval.agents import LiteLLMAgent  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--model", default=None)

@@ -156,7 +156,7 @@ def task_ids(args: argparse.Namespace, split: str, limit: int) -> list[str]:
 
 def held_out(args: argparse.Namespace, model: Any, tokenizer: Any, label: str, ids: list[str]) -> Any:
     """Held-out success of the model as it stands, through the eval engine (a folder under ``--out``)."""
-    from mua_gym.evaluation import EvalConfig, evaluate
+    from mua_gym.eval.evaluate import EvalConfig, evaluate
     from mua_gym.integrations import trl as mua_trl
 
     keywords = curriculum(args)
@@ -369,7 +369,7 @@ def train(args: argparse.Namespace, model: Any, tokenizer: Any, train_ids: list[
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Runs the recipe; returns what ``summary.json`` holds."""
-    from mua_gym.compare import compare_runs, format_comparison
+    from mua_gym.eval.compare import compare_runs, format_comparison
 
     args = parse_args(argv)
     if args.no_base_eval and not args.warmup_episodes:

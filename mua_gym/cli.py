@@ -113,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     import gymnasium
 
     import mua_gym
-    from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
+    from mua_gym.eval.agents import LiteLLMAgent, check_agent_spec, make_agent
     from mua_gym.llm.redact import Redactor
 
     redact = Redactor.of(user_kwargs, judge_kwargs, agent_kwargs, env_extra)
@@ -275,8 +275,8 @@ def _eval(args: argparse.Namespace) -> int:
     """Runs (or resumes) a benchmark evaluation into ``--out``; prints the summary; returns the exit status."""
     from pydantic import ValidationError
 
-    from mua_gym.agents import LiteLLMAgent, check_agent_spec, make_agent
-    from mua_gym.evaluation import EvalConfig
+    from mua_gym.eval.agents import LiteLLMAgent, check_agent_spec, make_agent
+    from mua_gym.eval.evaluate import EvalConfig
     from mua_gym.perturbations import check_perturb_specs
     from mua_gym.llm.redact import Redactor
 
@@ -319,7 +319,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _eval_gap(config: Any, args: argparse.Namespace, say: Callable[..., None], redact: Callable[[str], str]) -> int:
     """The run clean and under each ``--perturb`` spec (each in a folder of ``--out`` named after it), then the
     gap table (also written to ``--out``/gap.json)."""
-    from mua_gym.perturbations.gap import format_gap, gap_rows
+    from mua_gym.eval.gap import format_gap, gap_rows
 
     runs: dict[str, list[Any]] = {}
     status = 0
@@ -346,7 +346,7 @@ def _eval_run(config: Any, out: str | None, args: argparse.Namespace, say: Calla
     """Runs (or resumes) one evaluation into ``out``, printing its summary: (exit status, its episodes)."""
     import asyncio
 
-    from mua_gym.evaluation import aevaluate, summary_notes, tokens_and_cost
+    from mua_gym.eval.evaluate import aevaluate, summary_notes, tokens_and_cost
 
     from tqdm import tqdm
 
@@ -454,7 +454,7 @@ def _scripted_user_envs(env_ids: Sequence[str], user: str | None, world: str | N
 def _report(args: argparse.Namespace) -> int:
     """Writes a run folder's HTML report; prints its path."""
     from mua_gym.extras import MissingExtraError
-    from mua_gym.report import write_report
+    from mua_gym.eval.report import write_report
 
     try:
         path = write_report(args.folder, args.out)
@@ -466,7 +466,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     """Prints two runs side by side (or, with --json, the comparison as JSON)."""
-    from mua_gym.compare import compare_runs, format_comparison
+    from mua_gym.eval.compare import compare_runs, format_comparison
 
     try:
         comparison = compare_runs(args.run_a, args.run_b, resamples=args.resamples, seed=args.seed,
@@ -479,7 +479,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """Writes a run's episodes as training data; prints how many lines."""
-    from mua_gym.export import export_sft
+    from mua_gym.eval.export import export_sft
 
     try:
         written = export_sft(args.folder, args.out, min_reward=args.min_reward)
@@ -499,7 +499,7 @@ def _count(n: float) -> str:
 
 def _audit(args: argparse.Namespace) -> int:
     import mua_gym
-    from mua_gym.audit import aaudit, format_table, strategies
+    from mua_gym.eval.audit import aaudit, format_table, strategies
 
     if not 0 <= args.max_paid <= 1:
         raise UsageError(f"--max-paid is a share between 0 and 1, got {args.max_paid}")

@@ -23,6 +23,15 @@ MOVED: dict[str, str] = {
     "mua_gym.judge": "mua_gym.llm.judge",
     "mua_gym.redact": "mua_gym.llm.redact",
     "mua_gym.local_model": "mua_gym.llm.local_model",
+    "mua_gym.evaluation": "mua_gym.eval.evaluate",
+    "mua_gym.compare": "mua_gym.eval.compare",
+    "mua_gym.report": "mua_gym.eval.report",
+    "mua_gym.export": "mua_gym.eval.export",
+    "mua_gym.audit": "mua_gym.eval.audit",
+    "mua_gym.baselines": "mua_gym.eval.baselines",
+    "mua_gym.agents": "mua_gym.eval.agents",
+    "mua_gym.testing": "mua_gym.eval.fuzz",
+    "mua_gym.perturbations.gap": "mua_gym.eval.gap",
 }
 
 

@@ -17,7 +17,7 @@ def run(env: Any, task: Any, agent: Any) -> tuple[float, bool, bool, dict]:
 
 def run_oracle(env: Any, task: Any) -> tuple[float, bool, bool, dict]:
     """One episode of ``task`` with the oracle agent (see :func:`run`)."""
-    from mua_gym.agents import OracleAgent
+    from mua_gym.eval.agents import OracleAgent
 
     return run(env, task, OracleAgent(task))
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from mua_gym import MuaEnv
-from mua_gym.baselines import BLIND_AGENTS, CLOSING, BlindAgent, request_lines
+from mua_gym.eval.baselines import BLIND_AGENTS, CLOSING, BlindAgent, request_lines
 from mua_gym.user_sims.phone_requests import REQUEST_WORDS, SETTINGS
 
 from episodes import run

@@ -188,7 +188,7 @@ def test_tasks_of_an_unknown_split_is_one_line(capsys):
 
 
 def test_an_agent_served_on_this_machine_gets_a_reply_cap_unless_it_sets_one():
-    from mua_gym.agents import LOCAL_MAX_TOKENS, LiteLLMAgent
+    from mua_gym.eval.agents import LOCAL_MAX_TOKENS, LiteLLMAgent
 
     assert LiteLLMAgent("openai/smollm2", api_base="http://127.0.0.1:8080/v1").kwargs["max_tokens"] == LOCAL_MAX_TOKENS
     assert LiteLLMAgent("openai/m", api_base="http://localhost:9/v1", max_tokens=64).kwargs["max_tokens"] == 64

@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from mua_gym.compare import RunComparison, bootstrap_means, compare_results, compare_runs, format_comparison
-from mua_gym.evaluation import Z95, EpisodeResult, EvalConfig, evaluate, pass1_variance
+from mua_gym.eval.compare import RunComparison, bootstrap_means, compare_results, compare_runs, format_comparison
+from mua_gym.eval.evaluate import Z95, EpisodeResult, EvalConfig, evaluate, pass1_variance
 
 RETAIL, MOCK = "mua/Retail-v0", "mua/Mock-v0"
 

@@ -4,7 +4,7 @@ agent's tools, and the env then plays only the tasks those tools solve (so every
 import pytest
 
 import mua_gym
-from mua_gym.evaluation import EvalConfig, evaluate, read_run
+from mua_gym.eval.evaluate import EvalConfig, evaluate, read_run
 
 LOOKUPS = ["find_user_id_by_email", "find_user_id_by_name_zip", "get_order_details"]
 SHORT = "You help customers with their orders. Identify them first; answer only from the tools."
@@ -65,7 +65,7 @@ def test_the_fair_agent_solves_a_narrowed_env_and_eval_records_the_narrowing(tmp
 def test_the_fair_agent_knows_the_narrowed_policy_and_tools_not_the_domains():
     """What the fair agent may use unasked is what the episode showed it: a value only the domain's own policy or
     an unoffered tool's schema holds is not known, so its play checks the narrowed env's fairness."""
-    from mua_gym.agents import FairAgent
+    from mua_gym.eval.agents import FairAgent
 
     env = mua_gym.make("mua/Retail-v0", world_params={"difficulty": 1}, tools=LOOKUPS, policy=SHORT).unwrapped
     full = mua_gym.make("mua/Retail-v0", world_params={"difficulty": 1}).unwrapped

@@ -66,7 +66,7 @@ NEW_PROCESS = """
 import sys
 import mua_gym
 from mua_gym import image, taskgen
-from mua_gym.agents import OracleAgent
+from mua_gym.eval.agents import OracleAgent
 
 if sys.argv[1] == "read":  # nothing may be generated or built: both come from the cache
     def refuse(*args, **kwargs):

@@ -10,7 +10,7 @@ from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError
 
 import mua_gym
 from mua_gym import AsyncMuaEnv, MuaEnv, Trajectory
-from mua_gym.agents import OracleAgent, RandomAgent
+from mua_gym.eval.agents import OracleAgent, RandomAgent
 from mua_gym.diff import WorldDiff, compare_changes
 from mua_gym.episode import prepare_task
 
@@ -423,7 +423,7 @@ def test_same_seed_same_episodes_bit_for_bit(tmp_path):
 
 
 def test_finish_scores_the_world_as_it_stands_like_a_terminal_step():
-    from mua_gym.agents import OracleAgent
+    from mua_gym.eval.agents import OracleAgent
 
     env = mua_gym.make("mua/Mock-v0").unwrapped
     assert env.finish() == 0.0  # no episode yet

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from mua_gym.evaluation import (
+from mua_gym.eval.evaluate import (
     Z95, EpisodeResult, EvalConfig, evaluate, flip_stats, noise_floor, pass_hat_k, read_results, read_run, summarise,
     summary_notes, tokens_and_cost,
 )
@@ -271,7 +271,7 @@ def test_no_credential_is_written_to_the_run_and_a_rotated_key_resumes(tmp_path)
     assert evaluate(rotated_config, out=tmp_path / "a").episodes == 2  # same run: nothing replayed, no error
     assert len(_lines(tmp_path / "a")) == 2
     evaluate(rotated_config.model_copy(update={"trials": 2}), out=tmp_path / "b")
-    from mua_gym.compare import compare_runs, format_comparison
+    from mua_gym.eval.compare import compare_runs, format_comparison
 
     comparison = compare_runs(tmp_path / "a", tmp_path / "b")
     shown = format_comparison(comparison) + comparison.model_dump_json()
@@ -307,7 +307,7 @@ def test_success_is_the_task_reward_whatever_the_env_shaped():
     import asyncio
 
     import mua_gym
-    from mua_gym.evaluation import _play
+    from mua_gym.eval.evaluate import _play
 
     config = EvalConfig(env_ids=["mua/Retail-v0"], agent="fair", user="scripted")
     shaped = mua_gym.make_async("mua/Retail-v0", split="test", reward="partial+validity+efficiency", user="scripted")
@@ -323,7 +323,7 @@ def test_success_is_the_task_reward_whatever_the_env_shaped():
 
 
 def test_an_agent_factory_plays_in_place_of_the_spec_and_world_params_reach_the_envs(tmp_path):
-    from mua_gym.agents import OracleAgent, RandomAgent
+    from mua_gym.eval.agents import OracleAgent, RandomAgent
 
     built = []
 
@@ -340,7 +340,7 @@ def test_an_agent_factory_plays_in_place_of_the_spec_and_world_params_reach_the_
 
 
 def test_an_agent_that_stops_has_the_world_scored_as_it_stands(tmp_path):
-    from mua_gym.agents import OracleAgent
+    from mua_gym.eval.agents import OracleAgent
 
     class StopsBeforeGoodbye(OracleAgent):  # ends the episode itself, as TRL ends a rollout with no tool call
         def act(self, observation):
@@ -453,8 +453,8 @@ def test_the_judges_tokens_and_cost_reach_the_episode_as_judge_counters(tmp_path
 
     import mua_gym
     from mua_gym import EvaluationSpec, Task
-    from mua_gym.agents import make_agent
-    from mua_gym.evaluation import _play
+    from mua_gym.eval.agents import make_agent
+    from mua_gym.eval.evaluate import _play
     from scripted_llm import price, script
 
     judge = script("eval-judge", ['{"verdicts": [{"statement": 1, "true": true, "reason": "it greets"}]}'])

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from mua_gym.chat_tokens import template_message
-from mua_gym.evaluation import EvalConfig, evaluate, read_run
-from mua_gym.export import export_sft
+from mua_gym.eval.evaluate import EvalConfig, evaluate, read_run
+from mua_gym.eval.export import export_sft
 
 RETAIL, MOCK = "mua/Retail-v0", "mua/Mock-v0"
 END = "<|im_end|>"

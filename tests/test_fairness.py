@@ -8,7 +8,7 @@ import pytest
 
 import mua_gym
 from mua_gym import MuaEnv, Persona
-from mua_gym.agents import ARGUMENT_QUESTIONS, FairAgent
+from mua_gym.eval.agents import ARGUMENT_QUESTIONS, FairAgent
 from mua_gym.fairness import Knowledge, unfair_values, user_disclosures
 from mua_gym.messages import AssistantMessage
 from mua_gym.episode import prepare_task

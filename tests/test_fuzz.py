@@ -1,10 +1,10 @@
-"""The seeded action fuzzer (mua_gym.testing) over every domain: step never raises, never stalls, never
+"""The seeded action fuzzer (mua_gym.eval.fuzz) over every domain: step never raises, never stalls, never
 half-writes, and every trajectory serialises. benchmarks/fuzz.py runs the same generator at scale."""
 
 import pytest
 
-from mua_gym import testing
-from mua_gym.testing import fuzz
+from mua_gym.eval import fuzz as testing
+from mua_gym.eval.fuzz import fuzz
 from mua_gym.world import World
 
 SMALL = {"count": 40}  # generated tasks: a small set keeps the first reset of each domain short

@@ -154,3 +154,15 @@ def test_a_moved_module_imports_at_its_old_path_with_a_warning(tmp_path):
         assert same and name == MOVED[old], old
         assert warned == [f"{old} moved to {MOVED[old]}; the old path goes in mua_gym 0.2"], old
     assert not (ROOT / "mua_gym" / "judge.py").exists()  # a moved module left no file at the root
+
+
+#: The layers above the runtime: they may import it, never the other way round.
+ABOVE_THE_RUNTIME = ("mua_gym.eval", "mua_gym.integrations", "mua_gym.cli")
+
+
+def test_nothing_in_the_runtime_imports_evaluation_trainers_or_the_command_line():
+    modules = package_modules()
+    upward = sorted((name, target) for name, path in modules.items() if not name.startswith(ABOVE_THE_RUNTIME)
+                    for target in imports_of(name, path, modules, type_only=True)
+                    if target.startswith(ABOVE_THE_RUNTIME))
+    assert upward == []

@@ -8,7 +8,7 @@ import pytest
 from typing_extensions import is_typeddict
 
 import mua_gym
-from mua_gym.agents import OracleAgent
+from mua_gym.eval.agents import OracleAgent
 from mua_gym.infos import ResetInfo, StepInfo
 from mua_gym.user_sims.base import UserSimulator
 

@@ -35,7 +35,7 @@ if _MISSING:
     pytest.skip(_MISSING, allow_module_level=True)
 
 import mua_gym  # noqa: E402
-from mua_gym.agents import LiteLLMAgent  # noqa: E402
+from mua_gym.eval.agents import LiteLLMAgent  # noqa: E402
 from mua_gym.messages import ToolMessage, UserMessage  # noqa: E402
 from mua_gym.trajectory import Trajectory  # noqa: E402
 from mua_gym.user_sims.faults import FAULT_KINDS  # noqa: E402

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mua_gym
-from mua_gym.agents import FairAgent, make_agent
+from mua_gym.eval.agents import FairAgent, make_agent
 from mua_gym.episode import prepare_task
 from mua_gym.perturbations import (
     FAULTS, EpisodeFacts, OffScriptPersona, Paraphrase, ResultFields, ToolFaults, Typos, check_perturb_specs,
@@ -246,7 +246,7 @@ def test_personas_stay_within_the_task_and_never_change_its_gold_world():
 
 
 def test_the_eval_engine_and_make_take_perturb():
-    from mua_gym.evaluation import EvalConfig, evaluate
+    from mua_gym.eval.evaluate import EvalConfig, evaluate
 
     summary = evaluate(EvalConfig(env_ids=["mua/Telecom-v0"], agent="fair-retry", user="scenario", split="dev",
                                   num_tasks=4, perturb="tool_faults:rate=0.3+persona"))

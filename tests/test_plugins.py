@@ -42,7 +42,7 @@ def test_entry_point_domain_is_found_and_plays(plugin_path):
         assert "pizza" in mua_gym.available_domains()
         assert "mua_pizza" not in sys.modules          # registered by name, loaded lazily
         env = gymnasium.make("mua/Pizza-v0")
-        from mua_gym.agents import OracleAgent
+        from mua_gym.eval.agents import OracleAgent
         task = mua_gym.get_domain("pizza").tasks("test")[0]
         obs, info = env.reset(options={"task": task})
         agent = OracleAgent(task)
@@ -125,7 +125,7 @@ def test_a_plugin_cannot_take_a_builtin_name(tmp_path):
 def test_the_guide_s_short_forms_and_checks_hold_for_the_example_domain(plugin_path):
     result = run_python("""
         import mua_gym
-        from mua_gym.testing import fuzz
+        from mua_gym.eval.fuzz import fuzz
         from mua_gym.tools import Toolkit
         domain = mua_gym.get_domain("pizza")   # written with a tool list and single source functions
         assert isinstance(domain.tools, Toolkit)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from mua_gym.evaluation import EvalConfig, evaluate, read_run
+from mua_gym.eval.evaluate import EvalConfig, evaluate, read_run
 from mua_gym.html_view import trajectory_html
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
-from mua_gym.report import write_report
+from mua_gym.eval.report import write_report
 from mua_gym.trajectory import Trajectory, TrajectoryEntry
 
 MOCK, RETAIL = "mua/Mock-v0", "mua/Retail-v0"
@@ -223,7 +223,7 @@ def test_the_same_folder_gives_the_same_bytes(mixed, tmp_path):
     outs = []
     for seed in ("1", "2"):
         out = tmp_path / f"report{seed}.html"
-        code = f"from mua_gym.report import write_report; write_report({str(tmp_path / 'run')!r}, {str(out)!r})"
+        code = f"from mua_gym.eval.report import write_report; write_report({str(tmp_path / 'run')!r}, {str(out)!r})"
         subprocess.run([sys.executable, "-c", code], check=True, timeout=120,
                        env={**os.environ, "PYTHONHASHSEED": seed})
         outs.append(out.read_bytes())

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mua_gym.evaluation import EvalConfig, evaluate, read_run
-from mua_gym.report import write_report
+from mua_gym.eval.evaluate import EvalConfig, evaluate, read_run
+from mua_gym.eval.report import write_report
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]

@@ -12,7 +12,7 @@ from mua_gym.domains.retail.taskgen import generated_tasks
 
 import mua_gym
 from mua_gym import MuaEnv
-from mua_gym.agents import OracleAgent
+from mua_gym.eval.agents import OracleAgent
 from mua_gym.image import WorldImage
 
 # Pinned: the default generated world of seed 0, its content hash and the sha256 of its SQLite image

@@ -10,8 +10,8 @@ import pytest
 
 import mua_gym
 from mua_gym import MuaEnv
-from mua_gym.agents import Agent, OracleAgent
-from mua_gym.baselines import BLIND_AGENTS, CLOSING
+from mua_gym.eval.agents import Agent, OracleAgent
+from mua_gym.eval.baselines import BLIND_AGENTS, CLOSING
 from mua_gym.user_sims import UserSimulator
 from mua_gym.episode import prepare_task
 from mua_gym.reward import (

@@ -11,7 +11,7 @@ import litellm
 import pytest
 
 from mua_gym import EvaluationSpec, MuaEnv, Task, cli
-from mua_gym.agents import AgentError, LiteLLMAgent
+from mua_gym.eval.agents import AgentError, LiteLLMAgent
 from mua_gym.llm.judge import LLMJudge
 from mua_gym.llm.client import (
     AgentModelError, CallLimits, JudgeModelError, ModelConfigError, UserModelError, failure_kind, one_line,

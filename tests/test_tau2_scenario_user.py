@@ -8,7 +8,7 @@ import re
 import pytest
 
 from mua_gym import MuaEnv, Task, tau2
-from mua_gym.agents import FairAgent, OracleAgent
+from mua_gym.eval.agents import FairAgent, OracleAgent
 from mua_gym.episode import prepare_task
 from mua_gym.fairness import unfair_values
 from mua_gym.task import UserScenario

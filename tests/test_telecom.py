@@ -6,7 +6,7 @@ import pytest
 
 import mua_gym
 from mua_gym import MuaEnv, tau2
-from mua_gym.agents import OracleAgent
+from mua_gym.eval.agents import OracleAgent
 from mua_gym.taskgen import gold_conversation
 from mua_gym.episode import prepare_task
 from mua_gym.reward import evaluate

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import mua_gym
-from mua_gym.evaluation import EvalConfig, evaluate
+from mua_gym.eval.evaluate import EvalConfig, evaluate
 from mua_gym.user_sims.faults import FAULT_KINDS, FaultChecker, FaultReviewer
 from mua_gym.user_sims.llm import RETRY_NOTE
 
@@ -272,7 +272,7 @@ def test_an_eval_voids_faulty_episodes_and_counts_them_apart(tmp_path):
     code = main(["eval", "--env", "mua/Retail-v0", "--agent", "fair", "--user", f"litellm:{model}",
                  "--task-ids", CANCEL, "--trials", "2", "--on-user-fault", "void", "--out", str(out), "--quiet",
                  "--no-check"])
-    from mua_gym.evaluation import read_run
+    from mua_gym.eval.evaluate import read_run
 
     run = read_run(out)
     assert code == 0 and [r.termination_reason for r in run.results] == ["user_fault", "user_fault"]

@@ -24,7 +24,7 @@ ROOTS = {"mua_gym": ROOT / "mua_gym", "mua_gym.domains": ROOT / "domains", "mua_
 IN_VENV = r"""
 import importlib, pkgutil, sys
 import mua_gym
-from mua_gym.agents import make_agent
+from mua_gym.eval.agents import make_agent
 assert "site-packages" in mua_gym.__file__, mua_gym.__file__
 names = ["mua_gym"] + [m.name for m in pkgutil.walk_packages(mua_gym.__path__, "mua_gym.")]
 optional = ("mua_gym.integrations.",)  # each needs its trainer's extra, which this venv leaves out

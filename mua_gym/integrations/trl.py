@@ -33,7 +33,7 @@ How the pieces meet:
   ``reward_funcs`` must return None for it too (each gets ``environments``: check ``environments[i].void``), or
   the row is scored on them.
 
-Evaluating the model being trained in the same protocol: :class:`PolicyAgent` is a :class:`mua_gym.agents.Agent`
+Evaluating the model being trained in the same protocol: :class:`PolicyAgent` is a :class:`mua_gym.eval.agents.Agent`
 that plays a mua_gym env the way this loop plays it (the same prompt, tools, token sequence, tool-call parser and
 stopping rules); :func:`agent_factory` makes one per episode for the eval engine. :func:`demonstrations` turns a
 scripted agent's solved episodes into supervised rows in this same protocol: a cold start for a model that never
@@ -46,7 +46,7 @@ import hashlib
 import inspect
 from typing import Any, Callable
 
-from mua_gym.agents import Agent
+from mua_gym.eval.agents import Agent
 from mua_gym.integrations import require, void_reason
 from mua_gym.tool_functions import tool_method
 
@@ -527,7 +527,7 @@ def demonstrations(env_id: str, task_ids: list[str], *, agent: str = "fair", see
     import json
 
     import mua_gym
-    from mua_gym.agents import make_agent
+    from mua_gym.eval.agents import make_agent
     from transformers.utils import get_json_schema
 
     factory = environment_factory(env_id, **make_kwargs)

@@ -34,7 +34,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import art  # noqa: E402
 
 import mua_gym  # noqa: E402
-from mua_gym.agents import OracleAgent  # noqa: E402
+from mua_gym.eval.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations.art import VoidEpisode, rollout  # noqa: E402
 from void_users import Breaks  # noqa: E402  (beside this script)
 from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402

@@ -19,7 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from mua_gym.agents import OracleAgent
+from mua_gym.eval.agents import OracleAgent
 from mua_gym.task import Task
 
 __all__ = ["Reply", "ScriptedOpenAI", "by_opening", "gold_play", "play", "without_writes"]
@@ -125,7 +125,7 @@ def _handler(stub: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
 
 
 def play(task: Task, change: Callable[[dict[str, Any]], dict[str, Any]] = lambda m: m) -> Reply:
-    """A reply function that answers as :class:`~mua_gym.agents.OracleAgent` would on ``task``, through ``change``.
+    """A reply function that answers as :class:`~mua_gym.eval.agents.OracleAgent` would on ``task``, through ``change``.
 
     The n-th reply of a conversation (n counted from the assistant messages already in it) is the oracle's n-th
     action, so the server stays stateless.

@@ -27,7 +27,7 @@ from typing import Any
 from openenv.core import GenericEnvClient
 
 import mua_gym
-from mua_gym.agents import OracleAgent
+from mua_gym.eval.agents import OracleAgent
 from mua_gym.integrations.openenv import MuaEnvClient
 
 WRITES = {name for name, tool in mua_gym.get_domain("retail").tools.tools.items() if tool.kind == "write"}

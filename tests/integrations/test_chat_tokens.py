@@ -172,7 +172,7 @@ def test_a_template_that_rewrites_history_is_refused(tokenizers):
 
 def test_a_recorded_episode_tokenizes_with_its_trainable_turns_masked(tokenizers):
     import mua_gym
-    from mua_gym.agents import OracleAgent
+    from mua_gym.eval.agents import OracleAgent
 
     env = mua_gym.make("mua/Mock-v0")
     obs, info = env.reset(options={"task_id": "mock-cancel-card"})

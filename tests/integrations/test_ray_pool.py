@@ -11,7 +11,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import mua_gym  # noqa: E402
-from mua_gym.agents import OracleAgent  # noqa: E402
+from mua_gym.eval.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations.ray_pool import EpisodeLost, EpisodePool  # noqa: E402
 
 

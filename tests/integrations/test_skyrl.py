@@ -17,7 +17,7 @@ from skyrl_gym.metrics import aggregate_for_environment  # noqa: E402
 
 from integrations.readme import readme_block  # noqa: E402
 from mua_gym import get_domain  # noqa: E402
-from mua_gym.agents import OracleAgent  # noqa: E402
+from mua_gym.eval.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations import MissingTrainerError, skyrl  # noqa: E402
 from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402
 

@@ -33,7 +33,7 @@ def test_the_recipe_trains_two_steps_and_evaluates_before_and_after(tmp_path, to
 
     from integrations.steered_llama import tiny_llama
     from integrations.trl_scripts import GOODBYE, oracle_turns, say
-    from mua_gym.evaluation import read_run
+    from mua_gym.eval.evaluate import read_run
 
     recipe = _recipe()
     train = ["mock-cancel-card", "mock-cancel-gift"]  # the split's first two: what --train-tasks 2 selects
@@ -102,7 +102,7 @@ def test_the_recipe_warms_up_on_demonstrations_of_a_narrowed_curriculum(tmp_path
     import torch
 
     from integrations.steered_llama import tiny_llama
-    from mua_gym.evaluation import read_run
+    from mua_gym.eval.evaluate import read_run
 
     recipe = _recipe()
     model = tiny_llama(tokenizer, seed=2)

@@ -246,7 +246,7 @@ def test_the_eval_engine_plays_the_agent_through_agent_factory(tokenizer):
     random model does not, and each episode gets its own agent, seeded by the episode's seed."""
     from integrations.steered_llama import tiny_llama
 
-    from mua_gym.evaluation import EvalConfig, aevaluate, episode_seed
+    from mua_gym.eval.evaluate import EvalConfig, aevaluate, episode_seed
 
     task_id = mua_trl.dataset(MOCK, split="train")[0]["task_id"]
     opening, turns = oracle_turns(MOCK, task_id, seed=episode_seed(0, MOCK, task_id, 0))

@@ -35,7 +35,7 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import mua_gym  # noqa: E402
 from integrations.readme import readme_block  # noqa: E402
-from mua_gym.agents import OracleAgent  # noqa: E402
+from mua_gym.eval.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations import verl as mua_verl  # noqa: E402
 from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError  # noqa: E402
 

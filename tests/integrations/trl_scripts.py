@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import mua_gym
-from mua_gym.agents import OracleAgent
+from mua_gym.eval.agents import OracleAgent
 from mua_gym.integrations import trl as mua_trl
 
 END = "<|im_end|>"

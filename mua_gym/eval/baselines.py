@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Sequence
 
-from mua_gym.agents import Agent
+from mua_gym.eval.agents import Agent
 from mua_gym.communicate import tokens
 from mua_gym.task import Action, Task
 

@@ -1,10 +1,10 @@
 """A reward-hacking audit: every exploit agent, the fair agent and the oracle on a domain's tasks.
 
-    from mua_gym.audit import audit
+    from mua_gym.eval.audit import audit
     rows = audit("mua/Retail-v0", split="test", num_tasks=50)
 
-An exploit is any agent of :data:`mua_gym.baselines.BLIND_AGENTS` or :data:`mua_gym.baselines.EXPLOIT_AGENTS`: it
-does not solve tasks, so a fair reward pays it (almost) never. The fair agent and the oracle show the reward still
+An exploit is any agent of :data:`mua_gym.eval.baselines.BLIND_AGENTS` or
+:data:`mua_gym.eval.baselines.EXPLOIT_AGENTS`: it does not solve tasks, so a fair reward pays it (almost) never. The fair agent and the oracle show the reward still
 pays those that do. ``mua-gym audit`` prints the table and exits non-zero when an exploit is paid too often.
 """
 
@@ -36,8 +36,8 @@ class AuditRow(BaseModel):
 
 def strategies() -> dict[str, tuple[str, Callable[[Any], Any]]]:
     """Every audited strategy: name -> (kind, factory of an agent for a task)."""
-    from mua_gym.agents import make_agent
-    from mua_gym.baselines import BLIND_AGENTS, EXPLOIT_AGENTS
+    from mua_gym.eval.agents import make_agent
+    from mua_gym.eval.baselines import BLIND_AGENTS, EXPLOIT_AGENTS
 
     found: dict[str, tuple[str, Callable[[Any], Any]]] = {
         f"blind-{name}": ("exploit", lambda task, make=make: make()) for name, make in BLIND_AGENTS.items()}
@@ -52,7 +52,7 @@ async def aaudit(env_id: str, *, split: str = "test", num_tasks: int | None = No
                  only: list[str] | None = None, concurrency: int = 8) -> list[AuditRow]:
     """Plays each strategy (``only``: those named) once on each of the split's first ``num_tasks`` tasks (all if
     None); one row per strategy. ValueError for an unknown strategy name."""
-    from mua_gym.evaluation import EvalConfig, aevaluate
+    from mua_gym.eval.evaluate import EvalConfig, aevaluate
 
     table = strategies()
     names = list(table) if only is None else only

@@ -1,6 +1,6 @@
 """Two evaluation runs side by side: pass^1 of each, the difference, and a paired bootstrap interval on it.
 
-    from mua_gym.compare import compare_runs, format_comparison
+    from mua_gym.eval.compare import compare_runs, format_comparison
     c = compare_runs("runs/baseline", "runs/candidate")
     print(format_comparison(c))
     c.overall.diff, (c.overall.low, c.overall.high)   # B - A and its 95% interval
@@ -16,7 +16,7 @@ its own ``numpy.random.default_rng(seed)``, so the same seed gives the same inte
 The other figures of each side (mean reward, turns, tool calls, errors, tokens, cost) are over the
 episodes of the common tasks too, so that both sides are measured on the same tasks.
 
-Each group also has a noise floor: ``z * sqrt(V_A + V_B)``, V each side's :func:`~mua_gym.evaluation.pass1_variance`
+Each group also has a noise floor: ``z * sqrt(V_A + V_B)``, V each side's :func:`~mua_gym.eval.evaluate.pass1_variance`
 over the group's tasks (the spread of each task's trials), z = 1.96: the least B - A that trial noise alone would
 not explain at 95%. A difference under it is ``within_noise`` (the bootstrap interval speaks to the choice of
 tasks; the floor to the trials' coin flips: a pass^1 gap under it is what rerunning either side could give).
@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
-from mua_gym.evaluation import (
+from mua_gym.eval.evaluate import (
     ROLES, Z95, EpisodeResult, RoleUsage, group_by_task, is_void, pass1_variance, read_run, tokens_and_cost,
     usage_ledger,
 )
@@ -59,7 +59,7 @@ class SideFigures(BaseModel):
     cost: float
     #: The same per role (``agent``, ``user``, ``judge``), with each role's share.
     ledger: dict[str, RoleUsage] = Field(default_factory=dict)
-    #: User faults recorded over the episodes, and the void episodes (:func:`~mua_gym.evaluation.is_void`).
+    #: User faults recorded over the episodes, and the void episodes (:func:`~mua_gym.eval.evaluate.is_void`).
     user_faults: int = 0
     void: int = 0
     #: pass^1 with the void episodes left out (tasks whose every trial is void left out); None: every one void.

@@ -1,6 +1,6 @@
 """Benchmark runs: every selected task times K trials, N episodes at once, pass^k, resumable.
 
-    from mua_gym.evaluation import EvalConfig, evaluate
+    from mua_gym.eval.evaluate import EvalConfig, evaluate
     summary = evaluate(EvalConfig(env_ids=["mua/Retail-v0"], agent="oracle", trials=4, concurrency=16),
                        out="runs/oracle")
     print(summary.pass_hat_k)          # {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
@@ -567,7 +567,7 @@ AgentFactory = Callable[[Any, int], Any]
 
 async def _play(env: Any, config: EvalConfig, env_id: str, task: Any, trial: int,
                 agent_factory: AgentFactory | None = None) -> EpisodeResult:
-    from mua_gym.agents import make_agent
+    from mua_gym.eval.agents import make_agent
     from mua_gym.llm.client import one_line
 
     seed = episode_seed(config.seed, env_id, task.id, trial)

@@ -2,7 +2,7 @@
 
 ``mua-gym eval --perturb SPEC`` (repeatable) plays the run clean and once per SPEC, then prints one row per
 SPEC: its families, pass^1 clean and perturbed over the tasks both played, the drop (clean minus perturbed) and
-the drop's paired-bootstrap interval over tasks (:func:`mua_gym.compare.compare_results`).
+the drop's paired-bootstrap interval over tasks (:func:`mua_gym.eval.compare.compare_results`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from mua_gym.perturbations.base import make_perturbations
 
 if TYPE_CHECKING:
-    from mua_gym.evaluation import EpisodeResult
+    from mua_gym.eval.evaluate import EpisodeResult
 
 __all__ = ["GapRow", "format_gap", "gap_rows"]
 
@@ -43,7 +43,7 @@ def _seconds_per_turn(results: "list[EpisodeResult]") -> float | None:
 def gap_rows(clean: "list[EpisodeResult]", perturbed: "dict[str, list[EpisodeResult]]", *, resamples: int = 10_000,
              seed: int = 0, confidence: float = 0.95) -> list[GapRow]:
     """A :class:`GapRow` per spec of ``perturbed`` (spec -> its episodes), against ``clean``'s episodes."""
-    from mua_gym.compare import compare_results
+    from mua_gym.eval.compare import compare_results
 
     rows = []
     base_time = _seconds_per_turn(clean)

@@ -1,6 +1,6 @@
 """An evaluation run as supervised fine-tuning data: one chat-format JSON line per episode kept.
 
-    from mua_gym.export import export_sft
+    from mua_gym.eval.export import export_sft
     export_sft("runs/oracle", "sft.jsonl", min_reward=1.0)
 
     dataset = datasets.load_dataset("json", data_files="sft.jsonl", split="train")
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mua_gym.chat_tokens import template_message
-from mua_gym.evaluation import EpisodeResult, EvalRun, read_run
+from mua_gym.eval.evaluate import EpisodeResult, EvalRun, read_run
 
 __all__ = ["export_sft", "sft_record"]
 

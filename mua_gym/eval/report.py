@@ -1,6 +1,6 @@
 """``mua-gym report``: one self-contained HTML page for a run folder of ``mua-gym eval``.
 
-:func:`write_report` reads the folder with :func:`~mua_gym.evaluation.read_run` (a finished run, or one still
+:func:`write_report` reads the folder with :func:`~mua_gym.eval.evaluate.read_run` (a finished run, or one still
 running or killed: what the folder holds so far) and writes a single file that needs nothing at view time: no
 CDN, fonts, scripts or images from anywhere; the plots are inline SVG drawn by matplotlib (the ``report``
 extra), the transcripts are :func:`~mua_gym.html_view.trajectory_html` fragments. The page shows the run's
@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mua_gym.evaluation import (
+from mua_gym.eval.evaluate import (
     ROLES, EpisodeResult, EvalRun, EvalSummary, group_by_task, read_run, tokens_and_cost, write_atomic,
 )
 from mua_gym.html_view import STYLE, escape_html as _e, trajectory_html
