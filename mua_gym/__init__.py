@@ -13,11 +13,11 @@ from typing import Any
 import gymnasium
 
 from mua_gym import moved
-from mua_gym.diff import WorldDiff
+from mua_gym.world.diff import WorldDiff
 from mua_gym.domain import Domain
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.gym_env import MuaEnv
-from mua_gym.image import WorldImage, WorldSnapshot
+from mua_gym.world.image import WorldImage, WorldSnapshot
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.registry import available_domains, env_id, get_domain, register_domain, register_envs
 from mua_gym.reward import RewardInfo

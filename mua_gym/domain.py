@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from sqlalchemy import Connection, MetaData
 
 from mua_gym import disk_cache
-from mua_gym.image import WorldImage
+from mua_gym.world.image import WorldImage
 from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec, check_split, did_you_mean
 from mua_gym.tools import Toolkit
 from mua_gym.world import World
@@ -88,7 +88,7 @@ class Domain:
     #: Sources whose world images and task lists are kept on disk between processes (mua_gym.disk_cache):
     #: those whose output depends only on their arguments and on the code of the domain's package.
     cached_sources: tuple[str, ...] = ("generated",)
-    #: Its worlds carry a memo (``world.memo``, :mod:`mua_gym.memo`): for tools that derive the same state on
+    #: Its worlds carry a memo (``world.memo``, :mod:`mua_gym.world.memo`): for tools that derive the same state on
     #: every call and keep it until its tables are written.
     memo: bool = False
     #: Words of one kind that an answer names (flight statuses, cabins): strict COMMUNICATE pays a message that

@@ -12,9 +12,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mua_gym.diff import ChangeSet, compare_changes
-from mua_gym.image import Delta, WorldImage
-from mua_gym.sql import Key
+from mua_gym.world.diff import ChangeSet, compare_changes
+from mua_gym.world.image import Delta, WorldImage
+from mua_gym.world.sql import Key
 from mua_gym.task import Task
 from mua_gym.tools import ToolResult
 from mua_gym.world import Memory, World

@@ -32,11 +32,18 @@ MOVED: dict[str, str] = {
     "mua_gym.agents": "mua_gym.eval.agents",
     "mua_gym.testing": "mua_gym.eval.fuzz",
     "mua_gym.perturbations.gap": "mua_gym.eval.gap",
+    "mua_gym.image": "mua_gym.world.image",
+    "mua_gym.sql": "mua_gym.world.sql",
+    "mua_gym.diff": "mua_gym.world.diff",
+    "mua_gym.memo": "mua_gym.world.memo",
 }
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old path and loads it as the module at its new one."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -48,10 +55,16 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         new = MOVED[spec.name]
         warnings.warn(f"{spec.name} moved to {new}; the old path goes in mua_gym 0.2", DeprecationWarning,
                       stacklevel=2)
-        return importlib.import_module(new)  # the module keeps its own name and spec
+        module = importlib.import_module(new)
+        self._specs[spec.name] = module.__spec__  # importlib gives it the old path's spec next: put back then
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the module at the new path is already loaded."""
+        """Nothing to run: the module at the new path is already loaded; it keeps its own spec."""
+        for old, spec in list(self._specs.items()):
+            if spec is not None and spec.name == module.__name__:
+                module.__spec__ = spec
+                del self._specs[old]
 
 
 def install() -> None:

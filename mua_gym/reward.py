@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Literal, Protocol, Sequence
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from mua_gym.communicate import missing_parity, missing_strict
-from mua_gym.diff import ChangeSet, WorldComparison, WorldDiff, compare_changes
+from mua_gym.world.diff import ChangeSet, WorldComparison, WorldDiff, compare_changes
 from mua_gym.episode import PreparedTask, prepare_task
 from mua_gym.fairness import leaf_values
 from mua_gym.jsonsafe import JSONError, loads

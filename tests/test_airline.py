@@ -13,7 +13,7 @@ import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.eval.agents import OracleAgent
 from mua_gym.episode import prepare_task
-from mua_gym.image import WorldImage
+from mua_gym.world.image import WorldImage
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError
 import mua_gym
 from mua_gym import AsyncMuaEnv, MuaEnv, Trajectory
 from mua_gym.eval.agents import OracleAgent, RandomAgent
-from mua_gym.diff import WorldDiff, compare_changes
+from mua_gym.world.diff import WorldDiff, compare_changes
 from mua_gym.episode import prepare_task
 
 

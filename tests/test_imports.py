@@ -144,14 +144,14 @@ def test_a_moved_module_imports_at_its_old_path_with_a_warning(tmp_path):
         "    with warnings.catch_warnings(record=True) as caught:\n"
         "        warnings.simplefilter('always')\n"
         "        module = importlib.import_module(old)\n"
-        "    out[old] = [module is importlib.import_module(new), module.__name__,\n"
+        "    out[old] = [module is importlib.import_module(new), module.__name__, module.__spec__.name,\n"
         "                [str(w.message) for w in caught if w.category is DeprecationWarning]]\n"
         "print(json.dumps(out))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    for old, (same, name, warned) in json.loads(result.stdout).items():
-        assert same and name == MOVED[old], old
+    for old, (same, name, spec, warned) in json.loads(result.stdout).items():
+        assert same and name == spec == MOVED[old], old  # the module keeps its own name and spec
         assert warned == [f"{old} moved to {MOVED[old]}; the old path goes in mua_gym 0.2"], old
     assert not (ROOT / "mua_gym" / "judge.py").exists()  # a moved module left no file at the root
 

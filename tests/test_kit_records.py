@@ -7,7 +7,7 @@ import json
 import pytest
 from sqlalchemy import Boolean, Column as SqlColumn, Float, ForeignKey, Integer, MetaData, String, Table, select
 
-from mua_gym.image import WorldImage
+from mua_gym.world.image import WorldImage
 from mua_gym.kit.records import Column, Database, Group, Ids, Many, One, Record, boolean, number, one_of, text
 from mua_gym.world import World
 

@@ -13,7 +13,7 @@ from mua_gym.domains.retail.taskgen import generated_tasks
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.eval.agents import OracleAgent
-from mua_gym.image import WorldImage
+from mua_gym.world.image import WorldImage
 
 # Pinned: the default generated world of seed 0, its content hash and the sha256 of its SQLite image
 # (they change only with a deliberate change of the generator or schema; update them with it).

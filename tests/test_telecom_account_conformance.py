@@ -74,7 +74,7 @@ from mua_gym.domains.telecom.account_tools import (  # noqa: E402
     ACCOUNT_ASSERTIONS, ACCOUNT_SETUP_TOOLS, AGENT_TOOLS,
 )
 from mua_gym.domains.telecom.schema import Base, bills  # noqa: E402
-from mua_gym.image import WorldImage  # noqa: E402
+from mua_gym.world.image import WorldImage  # noqa: E402
 from mua_gym.world import World  # noqa: E402
 
 SETUP_HELPERS = ("set_data_usage", "suspend_line_for_overdue_bill")

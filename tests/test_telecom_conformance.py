@@ -82,7 +82,7 @@ from mua_gym.domains.telecom.account_format import export_account_db  # noqa: E4
 from mua_gym.domains.telecom.phone_format import export_phone_db  # noqa: E402
 from mua_gym.episode import prepare_task  # noqa: E402
 from mua_gym.task import EnvAssertion, Task  # noqa: E402
-from mua_gym.image import CHANGES  # noqa: E402
+from mua_gym.world.image import CHANGES  # noqa: E402
 from mua_gym.world import World  # noqa: E402
 
 FUZZ_EXAMPLES = 1000

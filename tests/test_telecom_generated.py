@@ -13,7 +13,7 @@ from mua_gym.domains.telecom.taskgen import FAMILIES, generated_tasks
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.eval.agents import OracleAgent
-from mua_gym.image import WorldImage
+from mua_gym.world.image import WorldImage
 from mua_gym.taskgen import verify_task
 
 TABLES = ("plans", "customers", "customer_payment_methods", "customer_lines", "customer_bills", "lines", "bills",

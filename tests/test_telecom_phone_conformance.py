@@ -67,7 +67,7 @@ from mua_gym.domains.telecom.phone_format import (  # noqa: E402
 )
 from mua_gym.domains.telecom.phone_tools import PHONE_ASSERTIONS, PHONE_SETUP_TOOLS, USER_TOOLS  # noqa: E402
 from mua_gym.tools import Toolkit, tool  # noqa: E402
-from mua_gym.image import WorldImage  # noqa: E402
+from mua_gym.world.image import WorldImage  # noqa: E402
 from mua_gym.world import World  # noqa: E402
 
 P = bindparam

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mua_gym.diff import HASH_MOD, row_hash
-from mua_gym.image import WorldImage
+from mua_gym.world.diff import HASH_MOD, row_hash
+from mua_gym.world.image import WorldImage
 from mua_gym.world import World
 
 
@@ -573,7 +573,7 @@ def test_an_image_file_goes_with_its_image_and_not_from_a_forked_child(mock, tmp
     import gc
     import os
 
-    from mua_gym.image import WorldImage, _remove_file
+    from mua_gym.world.image import WorldImage, _remove_file
 
     image = WorldImage.from_bytes(mock.image().metadata, mock.image().data, mock.image().hash)
     path = image.file()
@@ -593,8 +593,8 @@ def test_image_files_of_killed_processes_are_swept_and_no_others(mock, tmp_path,
     import sys
     import tempfile
 
-    from mua_gym import image as image_module
-    from mua_gym.image import WorldImage
+    from mua_gym.world import image as image_module
+    from mua_gym.world.image import WorldImage
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     child.send_signal(signal.SIGKILL)  # killed: its finalizers never ran
@@ -640,7 +640,7 @@ def test_a_removed_image_file_is_written_again_and_odd_folder_names_work(mock, t
     import os
     import tempfile
 
-    from mua_gym.image import WorldImage
+    from mua_gym.world.image import WorldImage
 
     image = WorldImage.from_bytes(mock.image().metadata, mock.image().data, mock.image().hash)
     os.remove(image.file())  # as a tmp cleaner might

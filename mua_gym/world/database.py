@@ -1,6 +1,6 @@
 """The world: one episode's live database, and the tools that act on it.
 
-A :class:`World` is a live copy of a :class:`~mua_gym.image.WorldImage` that never commits: it holds one
+A :class:`World` is a live copy of a :class:`~mua_gym.world.image.WorldImage` that never commits: it holds one
 transaction open from the image's state on, so a reset is SQLite rolling that transaction back (it restores the
 pages an episode touched) followed by the few writes that make a task's start. Its hash and its diff read only
 the rows the image's change log lists. Every tool call runs in a savepoint: a call that fails, or a read tool
@@ -17,10 +17,10 @@ from typing import Any, Callable, Iterator
 from sqlalchemy import Connection
 from sqlalchemy.sql import ClauseElement
 
-from mua_gym.diff import HASH_MOD, ChangeSet, TableDiff, WorldDiff, compare_changes, diff_rows, row_hash
-from mua_gym.image import CHANGES, Delta, WorldImage, WorldSnapshot, apply_writes
-from mua_gym.memo import Memo, Memory
-from mua_gym.sql import Compiled, Key, Row, bind, connect, connect_shared, engine_over
+from mua_gym.world.diff import HASH_MOD, ChangeSet, TableDiff, WorldDiff, compare_changes, diff_rows, row_hash
+from mua_gym.world.image import CHANGES, Delta, WorldImage, WorldSnapshot, apply_writes
+from mua_gym.world.memo import Memo, Memory
+from mua_gym.world.sql import Compiled, Key, Row, bind, connect, connect_shared, engine_over
 from mua_gym.tools import ReadToolWrote, Requestor, Toolkit, ToolResult, render_result, resolve_call
 
 __all__ = ["Memory", "World"]
@@ -64,7 +64,7 @@ class World:
         #: Who is calling the running tool ("assistant" or "user"); tools may read it.
         self.requestor: Requestor = "assistant"
         #: What domain code derived from the content and keeps between calls, for a domain that asked for it
-        #: (``Domain(memo=True)``); None otherwise. See :mod:`mua_gym.memo`.
+        #: (``Domain(memo=True)``); None otherwise. See :mod:`mua_gym.world.memo`.
         self.memo: Memo | None = Memo(self) if memo else None
         self._serial = 0  # counts writes; a table's last write, and the last wholesale change, are stamped
         self._written: dict[str, int] = {}

@@ -11,7 +11,7 @@ from typing import Any, Mapping, NamedTuple, Protocol
 
 from pydantic import BaseModel, Field
 
-from mua_gym.sql import Key, Row, TableInfo, json_safe
+from mua_gym.world.sql import Key, Row, TableInfo, json_safe
 
 __all__ = ["BaseRows", "ChangeSet", "HASH_MOD", "RowDiff", "TableDiff", "WorldComparison", "WorldDiff",
            "compare_changes", "diff_rows", "row_hash"]
@@ -77,7 +77,7 @@ def diff_rows(info: TableInfo, key: Key, before: Row | None, after: Row | None, 
 
 
 class BaseRows(Protocol):
-    """The rows change sets are taken against (a :class:`mua_gym.image.WorldImage`)."""
+    """The rows change sets are taken against (a :class:`mua_gym.world.image.WorldImage`)."""
 
     tables: Mapping[str, TableInfo]
 

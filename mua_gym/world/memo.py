@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mua_gym.sql import Row
+    from mua_gym.world.sql import Row
 
 __all__ = ["Memo", "Memory"]
 

@@ -20,8 +20,8 @@ from typing import Any, Callable
 from sqlalchemy import Connection, MetaData
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from mua_gym.diff import HASH_MOD, row_hash
-from mua_gym.sql import Key, Row, TableInfo, connect, engine_over, quote
+from mua_gym.world.diff import HASH_MOD, row_hash
+from mua_gym.world.sql import Key, Row, TableInfo, connect, engine_over, quote
 
 __all__ = ["CHANGES", "Delta", "WorldImage", "WorldSnapshot", "Writes", "apply_writes", "sweep_stale_files"]
 
