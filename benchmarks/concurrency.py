@@ -140,7 +140,7 @@ def memory(n: int, steps: int, copy: bool) -> None:
     from bench import sqlite_heap_bytes
     from mua_gym.eval.agents import OracleAgent
 
-    from mua_gym import tau2
+    from mua_gym.domain import tau2
 
     try:
         tau2.data_dir("retail")

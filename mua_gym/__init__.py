@@ -19,7 +19,7 @@ from mua_gym.env import AsyncMuaEnv
 from mua_gym.gym_env import MuaEnv
 from mua_gym.world.image import WorldImage, WorldSnapshot
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
-from mua_gym.registry import available_domains, env_id, get_domain, register_domain, register_envs
+from mua_gym.domain.registry import available_domains, env_id, get_domain, register_domain, register_envs
 from mua_gym.reward import RewardInfo
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
 from mua_gym.tools import Tool, ToolError, Toolkit, ToolResult, tool

@@ -437,7 +437,7 @@ def _scripted_user_envs(env_ids: Sequence[str], user: str | None, world: str | N
     """The env ids whose episodes would play the scripted user (named, or the domain's default)."""
     import gymnasium
 
-    from mua_gym.registry import get_domain
+    from mua_gym.domain.registry import get_domain
 
     found = []
     for env_id in env_ids:
@@ -560,7 +560,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from mua_gym import disk_cache
+    from mua_gym.domain import disk_cache
 
     folder = disk_cache.cache_folder()
     if folder is None:

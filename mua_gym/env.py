@@ -147,7 +147,7 @@ class AsyncMuaEnv:
         fault_reviewer: FaultReviewer | str | None = None,
         fault_reviewer_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        from mua_gym.registry import get_domain
+        from mua_gym.domain.registry import get_domain
 
         check_split(split)  # here, not at the first reset: a typo fails where it is written
         self.domain: Domain = domain if isinstance(domain, Domain) else get_domain(domain)

@@ -36,6 +36,9 @@ MOVED: dict[str, str] = {
     "mua_gym.sql": "mua_gym.world.sql",
     "mua_gym.diff": "mua_gym.world.diff",
     "mua_gym.memo": "mua_gym.world.memo",
+    "mua_gym.registry": "mua_gym.domain.registry",
+    "mua_gym.tau2": "mua_gym.domain.tau2",
+    "mua_gym.disk_cache": "mua_gym.domain.disk_cache",
 }
 
 

@@ -105,7 +105,7 @@ def test_tool_rules(airline):
 
 
 def test_cli_runs_airline_on_both_sources(capsys):
-    from mua_gym import tau2
+    from mua_gym.domain import tau2
     from mua_gym.cli import main
 
     assert main(["run", "--env", "mua/Airline-v0", "--split", "test", "--episodes", "2", "--quiet"]) == 0
@@ -120,7 +120,7 @@ def test_cli_runs_airline_on_both_sources(capsys):
 
 
 def test_every_tau2_airline_task_replays_to_one():
-    from mua_gym import tau2
+    from mua_gym.domain import tau2
 
     try:
         tau2.data_dir("airline")

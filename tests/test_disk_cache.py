@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import mua_gym
-from mua_gym import disk_cache
+from mua_gym.domain import disk_cache
 from mua_gym.episode import prepare_task
 
 
@@ -191,7 +191,7 @@ def test_only_named_module_functions_are_cached(cache):
         assert disk_cache.entry("tasks", "mock", "generated", source, ("dev",)) is None
         assert dataclasses.replace(mock, task_sources={"generated": source}).tasks("dev") == expected
     assert not cache.exists() or list(cache.iterdir()) == []
-    script = "from mua_gym import disk_cache; print(disk_cache.code_digest('__main__'))"
+    script = "from mua_gym.domain import disk_cache; print(disk_cache.code_digest('__main__'))"
     assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True).stdout.split() == ["None"]  # a script's or a notebook's own functions
     assert disk_cache.code_digest("no_such_module_anywhere") is None

@@ -4,7 +4,7 @@ import gc
 
 from mua_gym import MuaEnv
 from mua_gym.episode import EpisodeState, prepare_task
-from mua_gym.registry import get_domain
+from mua_gym.domain.registry import get_domain
 
 
 def test_a_task_is_prepared_once_and_kept_on_its_domain_while_it_lives():

@@ -310,7 +310,7 @@ def test_refuel_data_refuses_non_finite_python_floats(telecom, amount):
 
 
 def test_every_tool_float_field_refuses_infinity():
-    from mua_gym.registry import get_domain
+    from mua_gym.domain.registry import get_domain
 
     checked = 0
     for name in ("mock", "retail", "airline", "telecom"):

@@ -9,12 +9,12 @@ import pytest
 
 from mua_gym.kit import deferred
 from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
-from mua_gym.registry import get_domain
+from mua_gym.domain.registry import get_domain
 from mua_gym.taskgen import Intent
 
 
 def test_a_deferred_function_imports_its_module_on_first_call_only():
-    code = ("import sys\nfrom mua_gym.registry import get_domain\nd = get_domain('retail')\n"
+    code = ("import sys\nfrom mua_gym.domain.registry import get_domain\nd = get_domain('retail')\n"
             "print('mua_gym.domains.retail.generate' in sys.modules)\n"
             "d.image()\nprint('mua_gym.domains.retail.generate' in sys.modules)\n")
     env = {**os.environ, "MUA_GYM_CACHE": "off"}  # (a cached image needs no generator at all)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import mua_gym
-from mua_gym import registry
+from mua_gym.domain import registry
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "thirdparty_domain"
 
@@ -65,7 +65,7 @@ def test_broken_plugin_warns_and_spares_the_others(tmp_path):
             warnings.simplefilter("always")
             try:
                 mua_gym.get_domain("broken")
-            except mua_gym.registry.DomainLoadError as exc:
+            except mua_gym.domain.registry.DomainLoadError as exc:
                 print("error:", exc)
         print("warned:", [str(w.message) for w in caught])
         env = mua_gym.make("mua/Mock-v0")

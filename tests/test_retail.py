@@ -139,7 +139,7 @@ def test_cli_runs_retail_oracle_on_generated_tasks(capsys):
 
 
 def test_cli_runs_retail_oracle_on_tau2_tasks(capsys):
-    from mua_gym import tau2
+    from mua_gym.domain import tau2
     from mua_gym.cli import main
 
     try:
@@ -152,7 +152,7 @@ def test_cli_runs_retail_oracle_on_tau2_tasks(capsys):
 
 
 def test_tau2_folder_can_be_named_and_missing_data_is_a_clear_error(retail, tmp_path):
-    from mua_gym import tau2
+    from mua_gym.domain import tau2
 
     with pytest.raises(tau2.Tau2NotFound, match="no TAU2 data folder"):
         retail.tasks("test", "tau2", path=str(tmp_path / "nowhere"))

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from mua_gym import MuaEnv, Task, tau2
+from mua_gym import MuaEnv, Task
+from mua_gym.domain import tau2
 from mua_gym.eval.agents import FairAgent, OracleAgent
 from mua_gym.episode import prepare_task
 from mua_gym.fairness import unfair_values

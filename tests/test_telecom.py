@@ -5,7 +5,8 @@ import json
 import pytest
 
 import mua_gym
-from mua_gym import MuaEnv, tau2
+from mua_gym import MuaEnv
+from mua_gym.domain import tau2
 from mua_gym.eval.agents import OracleAgent
 from mua_gym.taskgen import gold_conversation
 from mua_gym.episode import prepare_task

@@ -17,7 +17,7 @@ read at run time from the task, into what the scenario user needs:
   accepts a bill payment) are not refused.
 
 Everything is parsed with ``str`` methods and regular expressions without nested quantifiers: linear in the text.
-``refusals(mua_gym.tau2.load_tasks("retail", "test"))`` lists a split's tasks the rule user refuses, and why.
+``refusals(mua_gym.domain.tau2.load_tasks("retail", "test"))`` lists a split's tasks the rule user refuses, and why.
 """
 
 from __future__ import annotations

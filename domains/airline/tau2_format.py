@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
-from mua_gym import tau2
+from mua_gym.domain import tau2
 from mua_gym.domains.airline.records import DATABASE
 from mua_gym.domains.airline.schema import airports
 

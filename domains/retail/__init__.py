@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mua_gym import tau2
+from mua_gym.domain import tau2
 from mua_gym.domain import Domain
 from mua_gym.domains.retail.taskgen import generated_tasks
 from mua_gym.domains.retail.schema import Base

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from sqlalchemy import Connection
 
-from mua_gym import tau2
+from mua_gym.domain import tau2
 from mua_gym.domain import Domain
 from mua_gym.domains.telecom.taskgen import generated_tasks
 from mua_gym.domains.telecom.account_format import load_account_db

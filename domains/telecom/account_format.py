@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from mua_gym import tau2
+from mua_gym.domain import tau2
 from mua_gym.domains.telecom.account_records import ACCOUNT_DB
 from mua_gym.world import World
 

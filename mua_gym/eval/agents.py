@@ -55,7 +55,7 @@ class OracleAgent(Agent):
         self.reset({})
 
     def reset(self, info: dict[str, Any]) -> None:
-        from mua_gym.registry import get_domain
+        from mua_gym.domain.registry import get_domain
 
         domain = get_domain(self.task.domain)
         tools = domain.tools
@@ -252,7 +252,7 @@ class FairAgent(OracleAgent):
 
     def reset(self, info: dict[str, Any]) -> None:
         from mua_gym.fairness import Knowledge, episode_knowledge
-        from mua_gym.registry import get_domain
+        from mua_gym.domain.registry import get_domain
 
         super().reset(info)
         domain = get_domain(self.task.domain)

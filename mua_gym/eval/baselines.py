@@ -130,7 +130,7 @@ class ExploitAgent(Agent):
     """
 
     def __init__(self, task: Task, strategy: str) -> None:
-        from mua_gym.registry import get_domain
+        from mua_gym.domain.registry import get_domain
 
         if strategy not in EXPLOIT_AGENTS:
             raise ValueError(f"unknown exploit {strategy!r}: one of {', '.join(EXPLOIT_AGENTS)}")

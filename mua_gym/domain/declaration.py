@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from sqlalchemy import Connection, MetaData
 
-from mua_gym import disk_cache
+from mua_gym.domain import disk_cache
 from mua_gym.world.image import WorldImage
 from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec, check_split, did_you_mean
 from mua_gym.tools import Toolkit
@@ -85,7 +85,7 @@ class Domain:
     #: Its tasks need the user to act with their own tools: an env refuses a user that cannot, and plays the
     #: scenario user when none is named.
     dual_control: bool = False
-    #: Sources whose world images and task lists are kept on disk between processes (mua_gym.disk_cache):
+    #: Sources whose world images and task lists are kept on disk between processes (mua_gym.domain.disk_cache):
     #: those whose output depends only on their arguments and on the code of the domain's package.
     cached_sources: tuple[str, ...] = ("generated",)
     #: Its worlds carry a memo (``world.memo``, :mod:`mua_gym.world.memo`): for tools that derive the same state on
@@ -191,7 +191,7 @@ class Domain:
     def tasks(self, split: str = "train", source: str = "generated", **params: Any) -> Sequence[Task]:
         """The tasks of one split from one task source, in the source's order: built once per process, and for
         the ``cached_sources`` read from the disk cache where a process built them before (then a
-        :class:`~mua_gym.disk_cache.CachedTasks`, which reads each task on first use)."""
+        :class:`~mua_gym.domain.disk_cache.CachedTasks`, which reads each task on first use)."""
         check_split(split)
         key = (split, source, tuple(sorted((k, repr(v)) for k, v in params.items())))
         found = self._tasks.get(key)

@@ -84,7 +84,7 @@ def code_digest(module_name: str) -> str | None:
             own_root, own_files = origin.parent, _package_files(origin.parent)
         else:
             own_root, own_files = origin.parent, [origin]
-        core = Path(__file__).resolve().parent
+        core = Path(__file__).resolve().parents[1]  # the whole mua_gym package, not this folder
         digest = hashlib.sha256("\0".join([
             _digest_of(own_files, own_root), _digest_of(_package_files(core), core),
             np.__version__, sqlite3.sqlite_version, f"{sys.version_info[0]}.{sys.version_info[1]}",
