@@ -62,7 +62,7 @@ def prepare_task(domain: "Domain", task: Task, *, fresh: bool = False) -> Prepar
     """The :class:`PreparedTask` of ``task``: built on first use, then the one kept on ``domain``.
 
     ``fresh=True`` builds it again (and keeps the new one); a build leaves ``domain``'s scratch world of the
-    task's image in the gold state, which :func:`mua_gym.taskgen.check_task` goes on from.
+    task's image in the gold state, which :func:`mua_gym.kit.generation.check_task` goes on from.
     Raises ``ValueError`` where an initial action of the task fails.
     """
     cache, key = domain.task_cache, id(task)

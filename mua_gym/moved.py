@@ -39,6 +39,9 @@ MOVED: dict[str, str] = {
     "mua_gym.registry": "mua_gym.domain.registry",
     "mua_gym.tau2": "mua_gym.domain.tau2",
     "mua_gym.disk_cache": "mua_gym.domain.disk_cache",
+    "mua_gym.taskgen": "mua_gym.kit.generation",
+    "mua_gym.fairness": "mua_gym.kit.fairness",
+    "mua_gym.kit.tasks": "mua_gym.kit.maker",
 }
 
 

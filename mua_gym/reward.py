@@ -63,10 +63,9 @@ from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 from mua_gym.communicate import missing_parity, missing_strict
 from mua_gym.world.diff import ChangeSet, WorldComparison, WorldDiff, compare_changes
 from mua_gym.episode import PreparedTask, prepare_task
-from mua_gym.fairness import leaf_values
 from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage, ToolMessage
-from mua_gym.task import Action, Task
+from mua_gym.task import Action, Task, leaf_values
 from mua_gym.world import World
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ a generator makes of them, with its counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,18 @@ def did_you_mean(name: str, choices: Any) -> str:
 
     near = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def leaf_values(value: Any) -> Iterator[Any]:
+    """Every leaf of an argument value: strings, numbers, bools and None inside lists and dicts."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from leaf_values(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from leaf_values(item)
+    else:
+        yield value
 
 
 class Action(BaseModel):
@@ -123,7 +135,7 @@ class GenerationStats:
 
     proposed: int = 0  # tasks a domain's maker returned (attempts that made none are not counted)
     failed: int = 0  # a gold call failed, the gold replay scored below 1.0 or doing nothing scored above 0.0
-    unfair: int = 0  # dropped: some gold value is nothing the agent is told (see mua_gym.fairness)
+    unfair: int = 0  # dropped: some gold value is nothing the agent is told (see mua_gym.kit.fairness)
     #: (the id it would have had, its first unfair values, e.g. ``"get_user_details.user_id='mia_2'"``) per drop.
     unfair_examples: list[tuple[str, list[str]]] = field(default_factory=list)
 

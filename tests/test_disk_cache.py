@@ -65,7 +65,7 @@ def test_a_new_process_reads_back_what_it_would_build(name, cache):
 NEW_PROCESS = """
 import sys
 import mua_gym
-from mua_gym import taskgen
+from mua_gym.kit import generation as taskgen
 from mua_gym.world import image
 from mua_gym.eval.agents import OracleAgent
 

@@ -9,7 +9,7 @@ import pytest
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.eval.agents import FairAgent, OracleAgent, is_subset_sum, next_days
-from mua_gym.fairness import Knowledge, episode_knowledge, free_arguments, leaf_values
+from mua_gym.kit.fairness import Knowledge, episode_knowledge, free_arguments, leaf_values
 from mua_gym.user_sims.tau2_scenario import playable
 
 from episodes import run

@@ -9,10 +9,10 @@ import pytest
 import mua_gym
 from mua_gym import MuaEnv, Persona
 from mua_gym.eval.agents import ARGUMENT_QUESTIONS, FairAgent
-from mua_gym.fairness import Knowledge, unfair_values, user_disclosures
+from mua_gym.kit.fairness import Knowledge, unfair_values, user_disclosures
 from mua_gym.messages import AssistantMessage
 from mua_gym.episode import prepare_task
-from mua_gym.taskgen import generate_tasks
+from mua_gym.kit.generation import generate_tasks
 from mua_gym.user_sims.scenario import ScenarioUser
 
 from episodes import run
@@ -176,7 +176,7 @@ def test_the_check_hears_every_request_and_is_deterministic():
 
 def test_check_task_says_why_a_task_is_rejected():
     from mua_gym.task import Action
-    from mua_gym.taskgen import check_task
+    from mua_gym.kit.generation import check_task
 
     retail = mua_gym.get_domain("retail")
     task = next(t for t in retail.tasks("test") if t.category == "cancel")

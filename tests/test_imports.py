@@ -166,3 +166,13 @@ def test_nothing_in_the_runtime_imports_evaluation_trainers_or_the_command_line(
                     for target in imports_of(name, path, modules, type_only=True)
                     if target.startswith(ABOVE_THE_RUNTIME))
     assert upward == []
+
+
+def test_only_domains_and_the_layers_above_use_the_domain_kit():
+    """The kit (generators' mechanics, composing and verifying tasks, fairness) serves domains: the runtime works
+    on any domain without it."""
+    modules = package_modules()
+    users = ("mua_gym.kit", "mua_gym.domains") + ABOVE_THE_RUNTIME
+    found = sorted((name, target) for name, path in modules.items() if not name.startswith(users)
+                   for target in imports_of(name, path, modules, type_only=True) if target.startswith("mua_gym.kit"))
+    assert found == []

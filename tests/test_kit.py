@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from mua_gym.kit import deferred
-from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
+from mua_gym.kit.maker import TaskMaker, draw_intents, generated_world, read_world
 from mua_gym.domain.registry import get_domain
-from mua_gym.taskgen import Intent
+from mua_gym.kit.generation import Intent
 
 
 def test_a_deferred_function_imports_its_module_on_first_call_only():

@@ -11,7 +11,7 @@ from mua_gym import MuaEnv, Task
 from mua_gym.domain import tau2
 from mua_gym.eval.agents import FairAgent, OracleAgent
 from mua_gym.episode import prepare_task
-from mua_gym.fairness import unfair_values
+from mua_gym.kit.fairness import unfair_values
 from mua_gym.task import UserScenario
 from mua_gym.user_sims import ScenarioUser
 from mua_gym.user_sims.base import run_immediate

@@ -8,7 +8,7 @@ import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.domain import tau2
 from mua_gym.eval.agents import OracleAgent
-from mua_gym.taskgen import gold_conversation
+from mua_gym.kit.generation import gold_conversation
 from mua_gym.episode import prepare_task
 from mua_gym.reward import evaluate
 

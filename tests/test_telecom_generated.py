@@ -14,7 +14,7 @@ import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.eval.agents import OracleAgent
 from mua_gym.world.image import WorldImage
-from mua_gym.taskgen import verify_task
+from mua_gym.kit.generation import verify_task
 
 TABLES = ("plans", "customers", "customer_payment_methods", "customer_lines", "customer_bills", "lines", "bills",
           "bill_line_items", "devices", "phone", "phone_apps", "surroundings")

@@ -20,8 +20,8 @@ import numpy as np
 from mua_gym.domain import Domain
 from mua_gym.domains.retail.records import DATABASE
 from mua_gym.task import Action, Task
-from mua_gym.kit.tasks import TaskMaker, draw_intents, generated_world, read_world
-from mua_gym.taskgen import Intent, action, compose_task, generate_tasks
+from mua_gym.kit.maker import TaskMaker, draw_intents, generated_world, read_world
+from mua_gym.kit.generation import Intent, action, compose_task, generate_tasks
 from mua_gym.world import World
 
 __all__ = ["DEFAULT_COUNTS", "generated_tasks"]

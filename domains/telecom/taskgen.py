@@ -52,8 +52,8 @@ from mua_gym.domain import Domain
 from mua_gym.domains.telecom.account_records import ACCOUNT_DB
 from mua_gym.domains.telecom.account_tools import end_of_last_month
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
-from mua_gym.kit.tasks import TaskMaker, generated_world, read_world
-from mua_gym.taskgen import generate_tasks
+from mua_gym.kit.maker import TaskMaker, generated_world, read_world
+from mua_gym.kit.generation import generate_tasks
 from mua_gym.world import World
 
 __all__ = ["DEFAULT_COUNTS", "FAMILIES", "generated_tasks"]

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from mua_gym.fairness import ARGUMENT_QUESTIONS
+from mua_gym.kit.fairness import ARGUMENT_QUESTIONS
 from mua_gym.llm.client import AgentModelError, acall, add_usage, call, probe, split_call_limits
 from mua_gym.llm.redact import Redactor
 from mua_gym.task import Task
@@ -224,9 +224,9 @@ class FairAgent(OracleAgent):
 
     Of the task it reads the gold calls' names and argument names (its plan), and their values only to check
     whether each has appeared in the conversation: the policy, the tool schemas, user messages and tool results,
-    matched by the generator's fairness rules (:class:`mua_gym.fairness.Knowledge`). It never reads the scenario's
+    matched by the generator's fairness rules (:class:`mua_gym.kit.fairness.Knowledge`). It never reads the scenario's
     facts. Before a call with unseen values it asks the user for those arguments in plain words
-    (:data:`mua_gym.fairness.ARGUMENT_QUESTIONS`; other arguments by their name in words); if they are still
+    (:data:`mua_gym.kit.fairness.ARGUMENT_QUESTIONS`; other arguments by their name in words); if they are still
     unseen it asks whether there is anything else (the user then states its next request) and asks again, as
     often as the task has gold calls. A value never seen is never used:
     the agent gives up (``gave_up`` lists the values), apologises and only asks whether there is anything else from
@@ -251,7 +251,7 @@ class FairAgent(OracleAgent):
         super().__init__(task)
 
     def reset(self, info: dict[str, Any]) -> None:
-        from mua_gym.fairness import Knowledge, episode_knowledge
+        from mua_gym.kit.fairness import Knowledge, episode_knowledge
         from mua_gym.domain.registry import get_domain
 
         super().reset(info)
@@ -283,7 +283,7 @@ class FairAgent(OracleAgent):
         self._totals: dict[tuple[float, int], bool] = {}
 
     def knows(self, value: Any) -> bool:
-        """Whether the agent can state ``value``: the conversation showed it (:class:`mua_gym.fairness.Knowledge`),
+        """Whether the agent can state ``value``: the conversation showed it (:class:`mua_gym.kit.fairness.Knowledge`),
         it is the day before or after a date a result showed, or it is a total of up to :data:`MAX_SUM_TERMS`
         distinct numbers that results listed under one key (the prices of the items returned, the refunds of
         several changes)."""
@@ -303,7 +303,7 @@ class FairAgent(OracleAgent):
 
     def _unseen(self, action: Any) -> list[tuple[str, Any]]:
         """(argument, value) for each leaf of ``action``'s compared arguments that the conversation has not shown."""
-        from mua_gym.fairness import free_arguments, leaf_values
+        from mua_gym.kit.fairness import free_arguments, leaf_values
 
         free = free_arguments(action)
         return [(name, leaf) for name, value in action.arguments.items() if name not in free
@@ -311,7 +311,7 @@ class FairAgent(OracleAgent):
 
     def _arguments(self, action: Any) -> dict[str, Any]:
         """The call's arguments, with the ones no reward compares in the agent's own words."""
-        from mua_gym.fairness import free_arguments
+        from mua_gym.kit.fairness import free_arguments
 
         free = free_arguments(action)
         return {k: (OWN_WORDS if k in free and isinstance(v, str) else v) for k, v in action.arguments.items()}
@@ -411,7 +411,7 @@ class FairAgent(OracleAgent):
         no arguments is made only for a value to tell, once, after the look-ups that take some."""
         import itertools
 
-        from mua_gym.fairness import leaf_values
+        from mua_gym.kit.fairness import leaf_values
 
         name, value = unseen[0]
         if len(self.lookups) >= LOOKUPS_PER_EPISODE:
@@ -459,7 +459,7 @@ class FairAgent(OracleAgent):
         return self._tool_call(best[2]["name"], json.dumps(best[2]["arguments"]))
 
     def act(self, observation: list[dict[str, Any]]) -> dict[str, Any]:
-        from mua_gym.fairness import NEXT_REQUEST
+        from mua_gym.kit.fairness import NEXT_REQUEST
 
         reply = self._learn(observation)
         last, self._last_call = self._last_call, None

@@ -1,7 +1,7 @@
 """The domain kit: mechanics that every domain's world generator and task maker share, kept once here.
 
-A domain imports what it needs from the submodules (``sampling``, ``people``, ``tasks``, ``records``); the core
-never imports the kit.
+A domain imports what it needs from the submodules (``sampling``, ``people``, ``maker``, ``records``, ``generation``,
+``fairness``); the runtime never imports the kit.
 """
 
 from __future__ import annotations

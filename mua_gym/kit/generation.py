@@ -4,7 +4,7 @@ A domain's generator reads its world and proposes :class:`Intent` objects (what 
 calls, what the agent must tell); :func:`compose_task` turns a user's intents into a :class:`Task`;
 :func:`generate_tasks` draws, composes and verifies until it has enough. A task is kept only if every gold
 call succeeds, replaying its gold actions scores 1.0, doing nothing scores 0.0, and it is fair: an agent that
-knows only the conversation can make every gold call (:mod:`mua_gym.fairness`); an unfair task is dropped and
+knows only the conversation can make every gold call (:mod:`mua_gym.kit.fairness`); an unfair task is dropped and
 counted (:class:`GenerationStats`, on the :class:`TaskList` that :func:`generate_tasks` returns).
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from mua_gym.fairness import unfair_values
+from mua_gym.kit.fairness import unfair_values
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.episode import prepare_task
 from mua_gym.reward import evaluate

@@ -22,8 +22,8 @@ When a value counts as known (:class:`Knowledge`):
 - an argument that the ACTION reward does not compare (outside a call's ``compare_args``) is the agent's own
   words (a transfer summary) and needs no source.
 
-The check is static and runs once per generated task (from :func:`mua_gym.taskgen.check_task`). A string lookup is a
-literal search, linear in the text told (times the few matches that sit inside longer words); a number's
+The check is static and runs once per generated task (from :func:`mua_gym.kit.generation.check_task`). A string
+lookup is a literal search, linear in the text told (times the few matches that sit inside longer words); a number's
 derivations are one pass over the told numbers.
 """
 
@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from mua_gym.messages import AssistantMessage
-from mua_gym.task import Action, Persona, Task
+from mua_gym.task import Action, Persona, Task, leaf_values
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
@@ -150,18 +150,6 @@ class Knowledge:
 def _is_expression(text: str) -> bool:
     """Whether ``text`` is arithmetic on numbers (digits, operators, parentheses), checked in one pass."""
     return set(text) <= _EXPRESSION_CHARS and any(op in text for op in "+-*/") and len(_NUMBER.findall(text)) > 1
-
-
-def leaf_values(value: Any) -> Iterator[Any]:
-    """Every leaf of an argument value: strings, numbers, bools and None inside lists and dicts."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from leaf_values(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from leaf_values(item)
-    else:
-        yield value
 
 
 def free_arguments(call: Action) -> frozenset[str]:

@@ -1,9 +1,10 @@
 """A task maker's mechanics: the world read once as plain data, a seeded pick, and a level's intents.
 
 A domain's task maker subclasses :class:`TaskMaker` and adds one method per intent kind (each returns an
-:class:`mua_gym.taskgen.Intent`, or None where this user has nothing for it); :func:`draw_intents` picks a
+:class:`mua_gym.kit.generation.Intent`, or None where this user has nothing for it); :func:`draw_intents` picks a
 level's kinds and calls them. :func:`read_world` gives the maker its snapshot of the world. Composing the
-task and verifying it are the core's (:func:`mua_gym.taskgen.compose_task`, :func:`mua_gym.taskgen.generate_tasks`).
+task and verifying it are :mod:`mua_gym.kit.generation`'s (:func:`~mua_gym.kit.generation.compose_task`,
+:func:`~mua_gym.kit.generation.generate_tasks`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from mua_gym.task import WorldSpec
-from mua_gym.taskgen import Intent
+from mua_gym.kit.generation import Intent
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
