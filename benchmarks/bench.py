@@ -23,7 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import mua_gym  # noqa: E402
 from mua_gym import MuaEnv, WorldSpec  # noqa: E402
 from mua_gym.eval.agents import OracleAgent  # noqa: E402
-from mua_gym.reward import evaluate  # noqa: E402
+from mua_gym.env.reward import evaluate  # noqa: E402
 
 Row = tuple[str, str, float, float | None]  # (world, operation, ours, tau2)
 WITH_TAU2 = True  # --no-tau2 leaves tau2's side out (benchmarks/before_after.py compares two of ours)

@@ -16,14 +16,14 @@ from mua_gym import moved
 from mua_gym.world.diff import WorldDiff
 from mua_gym.domain import Domain
 from mua_gym.env import AsyncMuaEnv
-from mua_gym.gym_env import MuaEnv
+from mua_gym.env.gym_env import MuaEnv
 from mua_gym.world.image import WorldImage, WorldSnapshot
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.domain.registry import available_domains, env_id, get_domain, register_domain, register_envs
-from mua_gym.reward import RewardInfo
+from mua_gym.env.reward import RewardInfo
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
 from mua_gym.tools import Tool, ToolError, Toolkit, ToolResult, tool
-from mua_gym.trajectory import Trajectory
+from mua_gym.env.trajectory import Trajectory
 from mua_gym.world import World
 
 __version__ = "0.1.0"
@@ -56,7 +56,7 @@ def make_async(id: str, **kwargs: Any) -> AsyncMuaEnv:
     except gymnasium.error.Error:
         known = ", ".join(sorted(i for i in gymnasium.registry if i.startswith("mua/")))
         raise ValueError(f"unknown mua_gym env id {id!r}; registered: {known}") from None
-    if spec.entry_point != "mua_gym.gym_env:MuaEnv" or "domain" not in spec.kwargs:
+    if spec.entry_point != "mua_gym.env.gym_env:MuaEnv" or "domain" not in spec.kwargs:
         raise ValueError(f"{id!r} is not a mua_gym env id (its entry point is {spec.entry_point!r})")
     options = {**spec.kwargs, **kwargs}
     return AsyncMuaEnv(options.pop("domain"), **options)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from mua_gym.messages import arguments_object
-from mua_gym.trajectory import ChatExample
+from mua_gym.env.trajectory import ChatExample
 
 __all__ = ["ChatTokens", "template_message", "tokenize_chat"]
 

@@ -42,6 +42,15 @@ MOVED: dict[str, str] = {
     "mua_gym.taskgen": "mua_gym.kit.generation",
     "mua_gym.fairness": "mua_gym.kit.fairness",
     "mua_gym.kit.tasks": "mua_gym.kit.maker",
+    "mua_gym.gym_env": "mua_gym.env.gym_env",
+    "mua_gym.episode": "mua_gym.env.episode",
+    "mua_gym.parsing": "mua_gym.env.parsing",
+    "mua_gym.reward": "mua_gym.env.reward",
+    "mua_gym.trajectory": "mua_gym.env.trajectory",
+    "mua_gym.infos": "mua_gym.env.infos",
+    "mua_gym.spaces": "mua_gym.env.spaces",
+    "mua_gym.communicate": "mua_gym.env.communicate",
+    "mua_gym.html_view": "mua_gym.env.html_view",
 }
 
 

@@ -12,7 +12,7 @@ from mua_gym.domains.airline.taskgen import generated_tasks
 import mua_gym
 from mua_gym import MuaEnv
 from mua_gym.eval.agents import OracleAgent
-from mua_gym.episode import prepare_task
+from mua_gym.env.episode import prepare_task
 from mua_gym.world.image import WorldImage
 
 

@@ -59,7 +59,7 @@ from tau2_ref import (  # noqa: E402
 )
 
 import mua_gym  # noqa: E402
-from mua_gym.episode import prepare_task  # noqa: E402
+from mua_gym.env.episode import prepare_task  # noqa: E402
 from mua_gym.domains.airline.records import (  # noqa: E402
     FLIGHT, RESERVATION, USER, flight_record, reservation_record, user_record,
 )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from mua_gym.communicate import PASTE_VALUES, missing_parity, missing_strict
+from mua_gym.env.communicate import PASTE_VALUES, missing_parity, missing_strict
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage
-from mua_gym.reward import _actions_missing, _calls
+from mua_gym.env.reward import _actions_missing, _calls
 from mua_gym.task import Action
 from mua_gym.user_sims import for_the_user
 

@@ -13,7 +13,7 @@ import pytest
 
 import mua_gym
 from mua_gym.domain import disk_cache
-from mua_gym.episode import prepare_task
+from mua_gym.env.episode import prepare_task
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import mua_gym
 from mua_gym import AsyncMuaEnv, MuaEnv, Trajectory
 from mua_gym.eval.agents import OracleAgent, RandomAgent
 from mua_gym.world.diff import WorldDiff, compare_changes
-from mua_gym.episode import prepare_task
+from mua_gym.env.episode import prepare_task
 
 
 def test_check_env_passes():
@@ -470,7 +470,7 @@ def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
     A rollout cut short there must not be paid unless the agent made the gold's calls, or a trainer's policy
     learns to stop at once; tau2's own rules would pay it (``parity_reward``)."""
     pytest.importorskip("tau2")
-    from mua_gym.episode import prepare_task
+    from mua_gym.env.episode import prepare_task
 
     env = mua_gym.make("mua/Airline-v0", world="tau2", split="test").unwrapped
     blind = [t for t in env.core.tasks("test") if prepare_task(env.domain, t).blind_paid]
@@ -506,7 +506,7 @@ def test_finish_pays_nothing_where_the_world_alone_would_pay_a_blind_agent():
 def test_chat_step_answers_every_call_of_the_reply_it_returns():
     import asyncio
 
-    from mua_gym.parsing import MAX_TOOL_CALLS
+    from mua_gym.env.parsing import MAX_TOOL_CALLS
 
     env = mua_gym.make_async("mua/Mock-v0")
 

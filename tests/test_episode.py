@@ -3,7 +3,7 @@
 import gc
 
 from mua_gym import MuaEnv
-from mua_gym.episode import EpisodeState, prepare_task
+from mua_gym.env.episode import EpisodeState, prepare_task
 from mua_gym.domain.registry import get_domain
 
 

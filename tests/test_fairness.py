@@ -11,7 +11,7 @@ from mua_gym import MuaEnv, Persona
 from mua_gym.eval.agents import ARGUMENT_QUESTIONS, FairAgent
 from mua_gym.kit.fairness import Knowledge, unfair_values, user_disclosures
 from mua_gym.messages import AssistantMessage
-from mua_gym.episode import prepare_task
+from mua_gym.env.episode import prepare_task
 from mua_gym.kit.generation import generate_tasks
 from mua_gym.user_sims.scenario import ScenarioUser
 

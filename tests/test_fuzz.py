@@ -54,7 +54,7 @@ def test_the_fuzzer_catches_a_world_that_half_writes(monkeypatch):
 def test_the_fuzzer_catches_exceptions_and_slow_steps(monkeypatch):
     import time
 
-    from mua_gym import env as env_module
+    from mua_gym.env import core as env_module
 
     real = env_module.to_assistant_message
     calls = {"n": 0}
@@ -80,7 +80,7 @@ def test_the_fuzzer_times_steps_without_the_garbage_collector(monkeypatch):
     is not the step's cost, so the fuzzer pauses the collector while it times a step and restores it after."""
     import gc
 
-    from mua_gym import env as env_module
+    from mua_gym.env import core as env_module
 
     real = env_module.to_assistant_message
     seen = []

@@ -1,4 +1,4 @@
-"""The info dicts hold to their TypedDicts (mua_gym.infos): every key declared, every required key there, each
+"""The info dicts hold to their TypedDicts (mua_gym.env.infos): every key declared, every required key there, each
 value of its declared type, on every kind of step an episode can take."""
 
 import types
@@ -9,7 +9,7 @@ from typing_extensions import is_typeddict
 
 import mua_gym
 from mua_gym.eval.agents import OracleAgent
-from mua_gym.infos import ResetInfo, StepInfo
+from mua_gym.env.infos import ResetInfo, StepInfo
 from mua_gym.user_sims.base import UserSimulator
 
 

@@ -37,7 +37,7 @@ if _MISSING:
 import mua_gym  # noqa: E402
 from mua_gym.eval.agents import LiteLLMAgent  # noqa: E402
 from mua_gym.messages import ToolMessage, UserMessage  # noqa: E402
-from mua_gym.trajectory import Trajectory  # noqa: E402
+from mua_gym.env.trajectory import Trajectory  # noqa: E402
 from mua_gym.user_sims.faults import FAULT_KINDS  # noqa: E402
 
 MODEL = f"openai/{ALIAS}"

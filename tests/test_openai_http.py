@@ -11,7 +11,7 @@ from error_llm_server import FLAKY_REPLY, REQUESTS, error_llm_server
 
 import mua_gym
 from mua_gym import EvaluationSpec, Task
-from mua_gym.gym_env import MuaEnv
+from mua_gym.env.gym_env import MuaEnv
 from mua_gym.llm.judge import JudgeError, make_judge
 from mua_gym.llm.client import JudgeModelError
 from mua_gym.llm.openai_http import parse_spec

@@ -1,7 +1,7 @@
 import pytest
 
 from mua_gym.messages import AssistantMessage, ToolCall, message_from_openai, to_openai
-from mua_gym.parsing import (
+from mua_gym.env.parsing import (
     MALFORMED, ActionError, get_parser, parse_auto, parse_hermes, parse_json, parse_text, split_reasoning,
     to_assistant_message,
 )

@@ -8,7 +8,7 @@ import pytest
 
 import mua_gym
 from mua_gym.eval.agents import FairAgent, make_agent
-from mua_gym.episode import prepare_task
+from mua_gym.env.episode import prepare_task
 from mua_gym.perturbations import (
     FAULTS, EpisodeFacts, OffScriptPersona, Paraphrase, ResultFields, ToolFaults, Typos, check_perturb_specs,
     make_perturbations, perturbation_names,

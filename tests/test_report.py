@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from mua_gym.eval.evaluate import EvalConfig, evaluate, read_run
-from mua_gym.html_view import trajectory_html
+from mua_gym.env.html_view import trajectory_html
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.eval.report import write_report
-from mua_gym.trajectory import Trajectory, TrajectoryEntry
+from mua_gym.env.trajectory import Trajectory, TrajectoryEntry
 
 MOCK, RETAIL = "mua/Mock-v0", "mua/Retail-v0"
 SCRIPT = "<script>window.mua_pwned=1</script>"

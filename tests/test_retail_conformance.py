@@ -45,7 +45,7 @@ from tau2_ref import (  # noqa: E402
 )
 
 import mua_gym  # noqa: E402
-from mua_gym.episode import prepare_task  # noqa: E402
+from mua_gym.env.episode import prepare_task  # noqa: E402
 from mua_gym.domains.retail.records import ORDER, PRODUCT, USER, order_record, product_record, user_record  # noqa: E402
 from mua_gym.domains.retail.records import export_db  # noqa: E402
 

@@ -13,8 +13,8 @@ from mua_gym import MuaEnv
 from mua_gym.eval.agents import Agent, OracleAgent
 from mua_gym.eval.baselines import BLIND_AGENTS, CLOSING
 from mua_gym.user_sims import UserSimulator
-from mua_gym.episode import prepare_task
-from mua_gym.reward import (
+from mua_gym.env.episode import prepare_task
+from mua_gym.env.reward import (
     BUDGET_PER_GOLD_CALL, EFFICIENCY_FLOOR, INVALID_CALL_PENALTY, PARTIAL_FAILURE_SCALE, REWARD_BASES, REWARD_TERMS,
     SUCCESS_FLOOR, RewardInfo, reward_mode, shape,
 )

@@ -10,7 +10,7 @@ import pytest
 from mua_gym import MuaEnv, Task
 from mua_gym.domain import tau2
 from mua_gym.eval.agents import FairAgent, OracleAgent
-from mua_gym.episode import prepare_task
+from mua_gym.env.episode import prepare_task
 from mua_gym.kit.fairness import unfair_values
 from mua_gym.task import UserScenario
 from mua_gym.user_sims import ScenarioUser

@@ -9,8 +9,8 @@ from mua_gym import MuaEnv
 from mua_gym.domain import tau2
 from mua_gym.eval.agents import OracleAgent
 from mua_gym.kit.generation import gold_conversation
-from mua_gym.episode import prepare_task
-from mua_gym.reward import evaluate
+from mua_gym.env.episode import prepare_task
+from mua_gym.env.reward import evaluate
 
 try:
     tau2.data_dir("telecom")

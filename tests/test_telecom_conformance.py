@@ -80,7 +80,7 @@ import mua_gym  # noqa: E402
 from mua_gym.domains.telecom import phone as ph  # noqa: E402
 from mua_gym.domains.telecom.account_format import export_account_db  # noqa: E402
 from mua_gym.domains.telecom.phone_format import export_phone_db  # noqa: E402
-from mua_gym.episode import prepare_task  # noqa: E402
+from mua_gym.env.episode import prepare_task  # noqa: E402
 from mua_gym.task import EnvAssertion, Task  # noqa: E402
 from mua_gym.world.image import CHANGES  # noqa: E402
 from mua_gym.world import World  # noqa: E402
@@ -584,7 +584,7 @@ def test_do_nothing_scores_what_tau2_scores(ours, tau2_tasks, base_tasks):
     from tau2.data_model.simulation import SimulationRun, TerminationReason
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
-    from mua_gym.reward import evaluate
+    from mua_gym.env.reward import evaluate
 
     domain = ours.domain
     noop = [UserMessage(role="user", content="hi"), AssistantMessage(role="assistant", content="bye")]

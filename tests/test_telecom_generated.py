@@ -202,8 +202,8 @@ def test_oracle_with_scenario_user_scores_one_and_doing_nothing_zero_on_every_te
 
 def test_a_trap_is_solved_by_transferring_and_not_by_fixing(telecom, train_tasks):
     from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage
-    from mua_gym.episode import prepare_task
-    from mua_gym.reward import evaluate
+    from mua_gym.env.episode import prepare_task
+    from mua_gym.env.reward import evaluate
 
     task = next(t for t in train_tasks if t.user_scenario.facts["trap"] == "suspension")
     prepared = prepare_task(telecom, task)

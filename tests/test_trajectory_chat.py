@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mua_gym import MuaEnv
-from mua_gym.trajectory import Trajectory
+from mua_gym.env.trajectory import Trajectory
 
 from episodes import run_oracle
 

@@ -149,7 +149,7 @@ def test_wheel_in_a_fresh_venv_imports_everything_and_plays(built, tmp_path):
 #: A user's script, type-checked against the installed package: the typed info dicts must reach mypy.
 USER_SCRIPT = """
 import mua_gym
-from mua_gym.infos import ResetInfo, StepInfo
+from mua_gym.env.infos import ResetInfo, StepInfo
 
 def turns(info: StepInfo) -> int:
     return info["turn"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mua_gym.infos import UserFault
+from mua_gym.env.infos import UserFault
 from mua_gym.jsonsafe import first_object
 from mua_gym.llm.client import CallLimits, JudgeModelError, acall, add_usage, chat_message, probe
 from mua_gym.messages import AssistantMessage, UserMessage

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
-from mua_gym.infos import UserFault
+from mua_gym.env.infos import UserFault
 from mua_gym.messages import AssistantMessage, ToolMessage
 from mua_gym.task import Task
 from mua_gym.user_sims.base import UserReply, UserView

@@ -6,7 +6,7 @@ from typing import Any
 
 from mua_gym.messages import UserMessage
 from mua_gym.task import Task
-from mua_gym.trajectory import Trajectory
+from mua_gym.env.trajectory import Trajectory
 from mua_gym.user_sims.base import STOP, UserReply, UserSimulator, UserSimulatorError, UserView
 
 __all__ = ["ReplayUser"]

@@ -92,7 +92,7 @@ class Domain:
     #: every call and keep it until its tables are written.
     memo: bool = False
     #: Words of one kind that an answer names (flight statuses, cabins): strict COMMUNICATE pays a message that
-    #: names one of them as an answer only if it names no other of the same vocabulary (mua_gym.communicate).
+    #: names one of them as an answer only if it names no other of the same vocabulary (mua_gym.env.communicate).
     answer_vocabularies: tuple[tuple[str, ...], ...] = ()
 
     @property
@@ -116,7 +116,7 @@ class Domain:
         self._toolkits: dict[str, Toolkit] = {}
         self._schemas: dict[str, list[dict[str, Any]]] = {}
         self._scratch: dict[tuple[int, str], World] = {}
-        #: Per task object (by id, with a weak reference to it): what mua_gym.episode.prepare_task made of it.
+        #: Per task object (by id, with a weak reference to it): what mua_gym.env.episode.prepare_task made of it.
         self.task_cache: dict[int, tuple[weakref.ref[Task], Any]] = {}
         self._lock = threading.Lock()
         self.scratch_lock = threading.RLock()

@@ -122,7 +122,7 @@ def _register_env(name: str) -> None:
         return
     gymnasium.register(
         id=eid,
-        entry_point="mua_gym.gym_env:MuaEnv",
+        entry_point="mua_gym.env.gym_env:MuaEnv",
         kwargs={"domain": name},
         nondeterministic=True,
         disable_env_checker=True,

@@ -37,7 +37,7 @@ import json
 from typing import Any, Callable, Sequence
 
 from mua_gym.eval.agents import Agent
-from mua_gym.communicate import tokens
+from mua_gym.env.communicate import tokens
 from mua_gym.task import Action, Task
 
 __all__ = ["BLIND_AGENTS", "BlindAgent", "EXPLOIT_AGENTS", "ExploitAgent", "affirmations_agent", "answers_agent",

@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field, field_validator
 from mua_gym.task import check_split
 
 if TYPE_CHECKING:
-    from mua_gym.trajectory import Trajectory
+    from mua_gym.env.trajectory import Trajectory
 
 __all__ = ["EpisodeResult", "EvalConfig", "EvalRun", "EvalSummary", "FaultRate", "RoleUsage", "aevaluate", "evaluate",
            "flip_stats", "group_by_task", "is_void", "noise_floor", "pass1_variance", "pass_hat_k", "read_results",
@@ -137,7 +137,7 @@ class EpisodeResult(BaseModel):
     success: bool
     #: The reward the env's steps paid (its reward mode's; equal to ``reward`` in the default ``task`` mode).
     shaped_reward: float | None = None
-    #: The episode scored by tau2's own rules (:mod:`mua_gym.reward`): what tau2 would pay; None where not scored.
+    #: The episode scored by tau2's own rules (:mod:`mua_gym.env.reward`): what tau2 would pay; None where not scored.
     parity_reward: float | None = None
     terminated: bool
     truncated: bool
@@ -446,10 +446,10 @@ class EvalRun(BaseModel):
     skipped: dict[str, str] = Field(default_factory=dict)
 
     def trajectory(self, result: EpisodeResult) -> "Trajectory":
-        """The episode's full :class:`~mua_gym.trajectory.Trajectory`: the line's record with the system
+        """The episode's full :class:`~mua_gym.env.trajectory.Trajectory`: the line's record with the system
         policy and tool schemas that ``run.json`` holds once put back."""
         from mua_gym.messages import SystemMessage
-        from mua_gym.trajectory import Trajectory, TrajectoryEntry
+        from mua_gym.env.trajectory import Trajectory, TrajectoryEntry
 
         env = self.envs[result.env_id]
         trajectory = Trajectory.model_validate({**result.trajectory, "tools": env.tools})

@@ -30,8 +30,8 @@ from typing import Any, Callable
 import numpy as np
 
 from mua_gym.messages import AssistantMessage, ToolCall
-from mua_gym.parsing import MAX_TOOL_CALLS
-from mua_gym.trajectory import Trajectory
+from mua_gym.env.parsing import MAX_TOOL_CALLS
+from mua_gym.env.trajectory import Trajectory
 
 __all__ = ["ActionFuzzer", "FUZZ_SETUPS", "FuzzCounts", "SLOW_STEP_S", "fuzz"]
 
@@ -402,7 +402,7 @@ def fuzz(domain: str, user: str, actions: int, seed: int, *, world_params: dict[
          max_turns: int = 8, max_size: int = 20_000) -> FuzzCounts:
     """Plays ``actions`` fuzzed actions against ``MuaEnv(domain, user=user)`` (episodes of at most ``max_turns``)
     and returns what it saw (see the module docstring)."""
-    from mua_gym.gym_env import MuaEnv
+    from mua_gym.env.gym_env import MuaEnv
 
     rng = np.random.default_rng(seed)
     env = MuaEnv(domain, user=user, world_params=world_params, max_turns=max_turns)

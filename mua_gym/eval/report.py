@@ -3,7 +3,7 @@
 :func:`write_report` reads the folder with :func:`~mua_gym.eval.evaluate.read_run` (a finished run, or one still
 running or killed: what the folder holds so far) and writes a single file that needs nothing at view time: no
 CDN, fonts, scripts or images from anywhere; the plots are inline SVG drawn by matplotlib (the ``report``
-extra), the transcripts are :func:`~mua_gym.html_view.trajectory_html` fragments. The page shows the run's
+extra), the transcripts are :func:`~mua_gym.env.html_view.trajectory_html` fragments. The page shows the run's
 config and versions, pass^k (overall, per env, per category) with a plot against k, per-category pass rates,
 a task-by-trial pass matrix whose cells open their episode's transcript, histograms of turns and tool calls,
 the reward components, the agent and user errors, the user's faults and the void episodes, tokens and cost per
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mua_gym.eval.evaluate import (
     ROLES, EpisodeResult, EvalRun, EvalSummary, group_by_task, read_run, tokens_and_cost, write_atomic,
 )
-from mua_gym.html_view import STYLE, escape_html as _e, trajectory_html
+from mua_gym.env.html_view import STYLE, escape_html as _e, trajectory_html
 from mua_gym.extras import require_extra
 from mua_gym.llm.redact import masked
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mua_gym.gym_env import MuaEnv
+from mua_gym.env.gym_env import MuaEnv
 from mua_gym.integrations import plain_config, require, void_reason
 from mua_gym.messages import refusal_messages
 

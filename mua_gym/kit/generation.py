@@ -17,8 +17,8 @@ import numpy as np
 
 from mua_gym.kit.fairness import unfair_values
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
-from mua_gym.episode import prepare_task
-from mua_gym.reward import evaluate
+from mua_gym.env.episode import prepare_task
+from mua_gym.env.reward import evaluate
 from mua_gym.task import Action, EvaluationSpec, GenerationStats, Task, TaskList, UserScenario, WorldSpec
 from mua_gym.tools import ToolResult
 

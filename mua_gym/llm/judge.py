@@ -3,13 +3,13 @@ one JSON verdict per assertion.
 
 Off unless configured: ``make("mua/Retail-v0", judge="litellm:<model>", judge_kwargs={...})`` (or
 ``judge="openai:<model>@<base_url>"``), or pass any
-async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.reward.Judge`). Each call has a
+async callable ``judge(messages, assertions) -> list[bool]`` (see :class:`mua_gym.env.reward.Judge`). Each call has a
 timeout and is retried like the LLM user's (:func:`mua_gym.llm.client.acall`: rate limits, timeouts and 5xx with
 backoff, a refused connection once, errors that cannot heal never); one that still fails raises
 :class:`JudgeError` with the configured keys redacted. :meth:`LLMJudge.check` probes the model.
 
 Each call's tokens and cost ride on the verdicts it returns (:class:`Verdicts`, a list with a ``usage``):
-:func:`mua_gym.reward.judge_nl_assertions` records them in ``reward_info["judge_usage"]``, and an eval adds them
+:func:`mua_gym.env.reward.judge_nl_assertions` records them in ``reward_info["judge_usage"]``, and an eval adds them
 to the episode's ``judge_*`` counters. ``LLMJudge.usage`` keeps the judge's own running total.
 """
 

@@ -37,7 +37,7 @@ import mua_gym  # noqa: E402
 from mua_gym.eval.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations.art import VoidEpisode, rollout  # noqa: E402
 from void_users import Breaks  # noqa: E402  (beside this script)
-from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402
+from mua_gym.env.parsing import MAX_TOOL_CALLS  # noqa: E402
 from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError  # noqa: E402
 
 AGENT, USER = "agent-policy", "user-sim"

@@ -19,7 +19,7 @@ from integrations.readme import readme_block  # noqa: E402
 from mua_gym import get_domain  # noqa: E402
 from mua_gym.eval.agents import OracleAgent  # noqa: E402
 from mua_gym.integrations import MissingTrainerError, skyrl  # noqa: E402
-from mua_gym.parsing import MAX_TOOL_CALLS  # noqa: E402
+from mua_gym.env.parsing import MAX_TOOL_CALLS  # noqa: E402
 
 #: A small generated task set: the first make builds it in ~2 s instead of ~8 s for the default 2,000.
 CONFIG = {"world_params": {"count": 20}}

@@ -21,7 +21,7 @@ from mua_gym.integrations import MissingTrainerError
 from mua_gym.task import Task
 
 from integrations.openai_stub import Reply, ScriptedOpenAI, by_opening, gold_play, play, without_writes
-from mua_gym.parsing import MAX_TOOL_CALLS
+from mua_gym.env.parsing import MAX_TOOL_CALLS
 from integrations.readme import readme_block
 
 TASKSET_ID = "mua-gym-verifiers"

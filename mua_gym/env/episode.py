@@ -43,7 +43,7 @@ class PreparedTask:
     gold_rows_changed: int = 0
     #: Whether an agent that did and said nothing would be paid where no judge runs (a task needing no write,
     #: scored on the world alone, its natural-language assertions unjudged: some of TAU2's). Generated tasks
-    #: never are; strict scoring pays such a task only on a judge's verdict (:mod:`mua_gym.reward`).
+    #: never are; strict scoring pays such a task only on a judge's verdict (:mod:`mua_gym.env.reward`).
     blind_paid: bool = False
     #: Whether only a judge can tell a solution from an agent that makes the gold's look-ups and hand-offs and
     #: then stops: the start world is the gold one, the env assertions already hold there, and no answer is to be
@@ -166,7 +166,7 @@ class EpisodeState:
     reward: float | None = None
     reward_info: dict[str, Any] | None = None
     pending_error: str | None = None
-    #: Every fault of the user's so far (:class:`mua_gym.infos.UserFault` dicts), and those of the running step.
+    #: Every fault of the user's so far (:class:`mua_gym.env.infos.UserFault` dicts), and those of the running step.
     user_faults: list[dict[str, Any]] = field(default_factory=list)
     step_faults: list[dict[str, Any]] = field(default_factory=list)
     #: Why the episode is void (its user failed, or faulted under ``on_user_fault="void"``); None if it is not.

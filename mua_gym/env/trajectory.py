@@ -51,7 +51,7 @@ class Trajectory(BaseModel):
     usage: dict[str, Any] = {}
     #: With ``perturb=``: ``{"drawn": [what each perturbation drew], "events": [what each did, by turn]}``.
     perturbations: dict[str, Any] | None = None
-    #: Every fault of the simulated user's, in order (:class:`mua_gym.infos.UserFault` dicts).
+    #: Every fault of the simulated user's, in order (:class:`mua_gym.env.infos.UserFault` dicts).
     user_faults: list[dict[str, Any]] = []
     #: Why the episode is void (``"user_error: ..."``, ``"user_fault: ..."``), or None: see ``AsyncMuaEnv.void``.
     void: str | None = None
@@ -117,8 +117,8 @@ class Trajectory(BaseModel):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """The episode as HTML (what Jupyter shows): see :func:`mua_gym.html_view.trajectory_html`."""
-        from mua_gym.html_view import trajectory_html
+        """The episode as HTML (what Jupyter shows): see :func:`mua_gym.env.html_view.trajectory_html`."""
+        from mua_gym.env.html_view import trajectory_html
 
         return trajectory_html(self)
 

@@ -78,7 +78,7 @@ class EfficiencyInfo(TypedDict):
 class RewardInfoDict(TypedDict):
     """``info["reward_info"]`` on the terminal step of a terminated episode: the reward and its evidence.
 
-    The fields of :class:`mua_gym.reward.RewardInfo` and :class:`mua_gym.reward.ShapedReward`, as JSON;
+    The fields of :class:`mua_gym.env.reward.RewardInfo` and :class:`mua_gym.env.reward.ShapedReward`, as JSON;
     their docstrings say what each means.
     """
 

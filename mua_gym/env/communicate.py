@@ -3,7 +3,7 @@
 - :func:`missing_parity`, as tau2 judges it: a required string is told if it occurs, case-insensitive and with
   commas dropped, anywhere in any assistant text, a message that also carries tool calls included. Kept for
   evaluations compared with published tau2 figures.
-- :func:`missing_strict`, what training pays (see :mod:`mua_gym.reward`): a value is told only by a message the
+- :func:`missing_strict`, what training pays (see :mod:`mua_gym.env.reward`): a value is told only by a message the
   user received, that states it as a value and does not bury it among others:
 
   - delivered: an assistant message without tool calls (the text beside tool calls never reaches the user);

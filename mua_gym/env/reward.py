@@ -1,7 +1,7 @@
 """The terminal reward: the product of the components named in a task's ``reward_basis``.
 
 - DB: the final world equals the gold world (the task's start world with the gold actions replayed).
-- COMMUNICATE: each required value was told to the user (:func:`mua_gym.communicate.missing_strict`).
+- COMMUNICATE: each required value was told to the user (:func:`mua_gym.env.communicate.missing_strict`).
 - ACTION: each expected action matches some call of the same requestor on name and compared arguments, a call
   the tool refused or never ran not counted.
 - ENV_ASSERTION: the domain's predicates hold on the final world.
@@ -14,14 +14,14 @@ those look-ups and then stops or refuses meets that too, it is paid only on a ju
 (in its basis or not) count as failed until a judge passes them, and one without any (EVIDENCE) is never paid.
 So is any task whose start world already meets the gold world and its assertions and asks for no stated answer
 (TAU2's telecom traps: look up, transfer), which an agent that looks up and hands off meets
-(:attr:`mua_gym.episode.PreparedTask.judge_only`).
+(:attr:`mua_gym.env.episode.PreparedTask.judge_only`).
 And CONDUCT (strict only, listed where it fails): no hand-off the gold does not make (a transfer on a task the
 agent could solve), and no fix asked of the user that the user found already in place (a request made without a
 diagnosis; counted by the env from its user simulator, see :attr:`mua_gym.user_sims.UserReply.needless`).
 ``parity_reward`` scores the same episode by tau2's own rules (COMMUNICATE: a substring of any assistant text;
 ACTION: any call, refused ones included; no idle guard, no CONDUCT), for figures compared with published ones.
 
-The gold world is computed once per task (:func:`mua_gym.episode.prepare_task`), so every rollout of a task
+The gold world is computed once per task (:func:`mua_gym.env.episode.prepare_task`), so every rollout of a task
 after the first pays only for comparing the rows it changed.
 
 Reward modes (:func:`reward_mode`, :func:`shape`): what the env pays, named by one base and any shaping terms
@@ -60,9 +60,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Literal, Protocol, Sequence
 
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
-from mua_gym.communicate import missing_parity, missing_strict
+from mua_gym.env.communicate import missing_parity, missing_strict
 from mua_gym.world.diff import ChangeSet, WorldComparison, WorldDiff, compare_changes
-from mua_gym.episode import PreparedTask, prepare_task
+from mua_gym.env.episode import PreparedTask, prepare_task
 from mua_gym.jsonsafe import JSONError, loads
 from mua_gym.messages import AssistantMessage, ToolMessage
 from mua_gym.task import Action, Task, leaf_values
@@ -93,7 +93,7 @@ class RewardInfo(BaseModel):
     parity_reward: float | None = None
     #: ``rows_reproduced / gold_rows_changed`` (with no gold row, 1.0), but 0.0 if any extra row changed, any
     #: gold row was given a wrong value (:attr:`wrong_rows`) or any stray write was called. A dual-control
-    #: user's own rows count in neither (see :attr:`mua_gym.episode.PreparedTask.user_rows`).
+    #: user's own rows count in neither (see :attr:`mua_gym.env.episode.PreparedTask.user_rows`).
     partial_credit: float
     #: What would turn the final world into the gold one: ``inserted`` rows are missing, ``deleted``
     #: rows are extra, ``updated`` rows hold wrong values (``before``: the final world, ``after``: gold).
@@ -270,7 +270,7 @@ def _product(components: dict[str, float | None]) -> float:
 
 def needs_judge(task: Task, judge_only: bool = False) -> bool:
     """Whether a judge must decide ``task``'s NL assertions: they are in its basis, or the task is
-    ``judge_only`` (:attr:`mua_gym.episode.PreparedTask.judge_only`: only a judge can pay it, strictly)."""
+    ``judge_only`` (:attr:`mua_gym.env.episode.PreparedTask.judge_only`: only a judge can pay it, strictly)."""
     spec = task.evaluation
     return bool(spec.nl_assertions) and ("NL_ASSERTION" in spec.reward_basis or judge_only)
 

@@ -22,7 +22,7 @@ from mua_gym.messages import AssistantMessage, SystemMessage, ToolMessage, UserM
 __all__ = ["STYLE", "escape_html", "trajectory_html"]
 
 
-# What the view reads of a mua_gym.trajectory.Trajectory, stated here: trajectory.py imports this module.
+# What the view reads of a mua_gym.env.trajectory.Trajectory, stated here: trajectory.py imports this module.
 class TrajectoryEntry(Protocol):
     @property
     def message(self) -> Any: ...

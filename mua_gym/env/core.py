@@ -11,14 +11,14 @@ observation; a message without tool calls goes to the user simulator and its rep
     ``domain``, ``split``, ``tools`` (OpenAI schemas), ``policy``, ``user``, ``max_turns``.
 
 ``step(action) -> (observation, reward, terminated, truncated, info)``
-    ``action``: see :mod:`mua_gym.parsing`. ``observation``: the new tool or user messages.
+    ``action``: see :mod:`mua_gym.env.parsing`. ``observation``: the new tool or user messages.
     ``reward``: 0.0 except on the terminal step of a terminated episode, where the env's reward mode pays
-    (``reward=``: see :mod:`mua_gym.reward`; by default ``"task"``, the binary task reward). ``terminated``:
+    (``reward=``: see :mod:`mua_gym.env.reward`; by default ``"task"``, the binary task reward). ``terminated``:
     the user sent a stop token, or the agent called a terminal tool. ``truncated``: ``max_turns`` agent
     turns, ``max_tool_errors`` errors, or a user-simulator failure. ``info``: ``turn``, ``tool_calls``,
     ``tool_errors``, ``termination_reason`` (and ``reward_info`` on the terminal step; ``error`` when
     the action itself could not be read). ``reward_info``: the reward's evidence (:class:`RewardInfo`) and
-    its shaping (:class:`mua_gym.reward.ShapedReward`): ``reward_mode``, ``task_reward`` (the binary task
+    its shaping (:class:`mua_gym.env.reward.ShapedReward`): ``reward_mode``, ``task_reward`` (the binary task
     reward: judge success on it, whatever the mode), ``shaped_reward`` (the step's reward), ``base_reward``
     and each shaping term's inputs. A truncated episode earns 0.0 in every mode and has no ``reward_info``.
 
@@ -58,22 +58,22 @@ import numpy as np
 from pydantic import ValidationError
 
 from mua_gym.domain import Domain
-from mua_gym.episode import EpisodeState, prepare_task
-from mua_gym.infos import ResetInfo, StepInfo
+from mua_gym.env.episode import EpisodeState, prepare_task
+from mua_gym.env.infos import ResetInfo, StepInfo
 from mua_gym.messages import (
     AssistantMessage, SystemMessage, ToolMessage, UserMessage, as_recorded, refused_reply, to_openai,
 )
 from mua_gym.jsonsafe import JSONError, clean_text, loads
-from mua_gym.parsing import (
+from mua_gym.env.parsing import (
     MALFORMED, ActionError, Parser, clean_call, get_parser, malformed_reason, to_assistant_message,
 )
 from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbations, PerturbSpec, make_perturbations
-from mua_gym.reward import (
+from mua_gym.env.reward import (
     Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, reward_mode, shape,
 )
 from mua_gym.task import Persona, Task, check_split
 from mua_gym.tools import ToolResult
-from mua_gym.trajectory import Trajectory, TrajectoryEntry
+from mua_gym.env.trajectory import Trajectory, TrajectoryEntry
 from mua_gym.user_sims import STOP_TOKENS, UserReply, UserSimulator, for_the_user, make_user
 from mua_gym.user_sims.faults import FaultChecker, FaultReviewer, check_fault_mode, fault_text
 from mua_gym.world import World
@@ -389,10 +389,10 @@ class AsyncMuaEnv:
         For trainers that stop a rollout on their own (a reply without a tool call, a turn or token budget):
         the world as it stands is scored as when the user stops (strictly: a task that an agent meets by looking
         up and stopping is paid only on a judge's verdict, and only if the gold calls were made; see
-        :mod:`mua_gym.reward`), the judge included, and the episode ends terminated with ``termination_reason`` ``reason``. On an
-        episode already over it changes nothing and returns that episode's reward (0.0 for a truncated one).
-        Before any ``reset``: 0.0. ``score=False`` ends a running episode truncated at 0.0 whatever the world
-        (an agent that failed earns nothing).
+        :mod:`mua_gym.env.reward`), the judge included, and the episode ends terminated with
+        ``termination_reason`` ``reason``. On an episode already over it changes nothing and returns that
+        episode's reward (0.0 for a truncated one). Before any ``reset``: 0.0. ``score=False`` ends a running
+        episode truncated at 0.0 whatever the world (an agent that failed earns nothing).
         """
         if self.world is None or self.task is None:
             return 0.0

@@ -15,10 +15,10 @@ from typing import Any, Coroutine, Sequence, TypeVar
 import gymnasium
 
 from mua_gym.env import AsyncMuaEnv, PendingStep
-from mua_gym.infos import ResetInfo, StepInfo
-from mua_gym.spaces import ActionSpace, MessagesSpace
+from mua_gym.env.infos import ResetInfo, StepInfo
+from mua_gym.env.spaces import ActionSpace, MessagesSpace
 from mua_gym.task import Task
-from mua_gym.trajectory import Trajectory
+from mua_gym.env.trajectory import Trajectory
 from mua_gym.user_sims.base import run_immediate
 from mua_gym.world import World
 
@@ -165,7 +165,7 @@ class MuaEnv(gymnasium.Env):
 
     def _repr_html_(self) -> str:
         """What a notebook shows for the env: its domain and user, then the episode so far (see
-        :func:`mua_gym.html_view.trajectory_html`)."""
+        :func:`mua_gym.env.html_view.trajectory_html`)."""
         head = html.escape(f"MuaEnv({self.core.domain.name}, user={self.core.user.name})")
         if self.core.task is None:
             return f"<b>{head}</b>: no episode yet"
