@@ -2,6 +2,7 @@
 
 Observations, trajectories and user simulators all speak these models. ``to_openai()`` gives the plain
 dict that an OpenAI-compatible API (and every RL trainer) expects; ``message_from_openai`` reads one back.
+``split_reasoning`` separates a model's ``<think>`` blocks from what it says, for the env and the LLM user alike.
 """
 
 from __future__ import annotations
@@ -143,3 +144,47 @@ def refused_reply(reply: dict[str, Any], error: str) -> tuple[dict[str, Any], li
     if calls and all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids):
         return reply, refusal_messages(error, ids)
     return {k: v for k, v in reply.items() if k != "tool_calls"}, refusal_messages(error, role="user")
+
+
+def tag_blocks(text: str, open_tag: str, close_tag: str, to_end: bool,
+            limit: int | None = None) -> tuple[list[str], str]:
+    """(the insides of ``open_tag ... close_tag`` blocks, the text around them), in one left-to-right pass.
+
+    A block ends at the first ``close_tag`` after its opening; an unclosed one runs to the end of the text if
+    ``to_end``, else it and what follows are left as text. ``str.find`` keeps this linear on any input (a lazy
+    regex rescans the rest of the text from every opening tag that has no closing one). With ``limit``, the
+    scan stops after ``limit + 1`` blocks.
+    """
+    inside: list[str] = []
+    outside: list[str] = []
+    pos = 0
+    while limit is None or len(inside) <= limit:
+        start = text.find(open_tag, pos)
+        if start < 0:
+            break
+        end = text.find(close_tag, start + len(open_tag))
+        if end < 0:
+            if to_end:
+                outside.append(text[pos:start])
+                inside.append(text[start + len(open_tag):])
+                pos = len(text)
+            break  # without a closing tag further on, no later opening can close either
+        outside.append(text[pos:start])
+        inside.append(text[start + len(open_tag):end])
+        pos = end + len(close_tag)
+    outside.append(text[pos:])
+    return inside, "".join(outside)
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """(visible text, reasoning) for text that may hold ``<think>`` blocks (or an unopened ``</think>``)."""
+    if "<think>" not in text and "</think>" not in text:
+        return text.strip(), None
+    found, visible = tag_blocks(text, "<think>", "</think>", to_end=False)
+    parts = [p.strip() for p in found]
+    if "</think>" in visible:  # templates that open the think block in the prompt leave only its end
+        head, _, visible = visible.rpartition("</think>")
+        parts.insert(0, head.replace("<think>", "").strip())
+    visible = visible.replace("<think>", "")
+    reasoning = "\n".join(p for p in parts if p) or None
+    return visible.strip(), reasoning

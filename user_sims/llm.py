@@ -23,7 +23,7 @@ from typing import Any
 from mua_gym.llm.client import CallLimits, UserModelError, acall, add_usage, chat_message, probe
 from mua_gym.llm.openai_http import OpenAIServer
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
-from mua_gym.env.parsing import split_reasoning
+from mua_gym.messages import split_reasoning
 from mua_gym.llm.redact import Redactor, is_secret_name
 from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import UserReply, UserSimulator, UserSimulatorError, UserView

@@ -26,7 +26,7 @@ from typing import Any, Callable, Union
 from pydantic import ValidationError
 
 from mua_gym.jsonsafe import JSONError, clean_text, dumps, loads, loads_shape
-from mua_gym.messages import AssistantMessage, FunctionCall, ToolCall
+from mua_gym.messages import AssistantMessage, FunctionCall, ToolCall, split_reasoning, tag_blocks
 
 __all__ = ["ActionError", "MAX_TOOL_CALLS", "Parser", "clean_call", "get_parser", "malformed_reason",
            "split_reasoning", "to_assistant_message"]
@@ -40,50 +40,6 @@ MAX_TOOL_CALLS = 256
 
 class ActionError(ValueError):
     """An action that cannot be read as an assistant message at all (wrong role, wrong type)."""
-
-
-def _blocks(text: str, open_tag: str, close_tag: str, to_end: bool,
-            limit: int | None = None) -> tuple[list[str], str]:
-    """(the insides of ``open_tag ... close_tag`` blocks, the text around them), in one left-to-right pass.
-
-    A block ends at the first ``close_tag`` after its opening; an unclosed one runs to the end of the text if
-    ``to_end``, else it and what follows are left as text. ``str.find`` keeps this linear on any input (a lazy
-    regex rescans the rest of the text from every opening tag that has no closing one). With ``limit``, the
-    scan stops after ``limit + 1`` blocks.
-    """
-    inside: list[str] = []
-    outside: list[str] = []
-    pos = 0
-    while limit is None or len(inside) <= limit:
-        start = text.find(open_tag, pos)
-        if start < 0:
-            break
-        end = text.find(close_tag, start + len(open_tag))
-        if end < 0:
-            if to_end:
-                outside.append(text[pos:start])
-                inside.append(text[start + len(open_tag):])
-                pos = len(text)
-            break  # without a closing tag further on, no later opening can close either
-        outside.append(text[pos:start])
-        inside.append(text[start + len(open_tag):end])
-        pos = end + len(close_tag)
-    outside.append(text[pos:])
-    return inside, "".join(outside)
-
-
-def split_reasoning(text: str) -> tuple[str, str | None]:
-    """(visible text, reasoning) for text that may hold ``<think>`` blocks (or an unopened ``</think>``)."""
-    if "<think>" not in text and "</think>" not in text:
-        return text.strip(), None
-    found, visible = _blocks(text, "<think>", "</think>", to_end=False)
-    parts = [p.strip() for p in found]
-    if "</think>" in visible:  # templates that open the think block in the prompt leave only its end
-        head, _, visible = visible.rpartition("</think>")
-        parts.insert(0, head.replace("<think>", "").strip())
-    visible = visible.replace("<think>", "")
-    reasoning = "\n".join(p for p in parts if p) or None
-    return visible.strip(), reasoning
 
 
 def malformed_reason(text: str) -> str:
@@ -130,7 +86,7 @@ def _call_from_obj(obj: Any, call_id: str) -> ToolCall:
 
 def parse_hermes(text: str) -> AssistantMessage:
     visible, reasoning = split_reasoning(text)
-    blocks, rest = _blocks(visible, "<tool_call>", "</tool_call>", to_end=True, limit=MAX_TOOL_CALLS)
+    blocks, rest = tag_blocks(visible, "<tool_call>", "</tool_call>", to_end=True, limit=MAX_TOOL_CALLS)
     _check_count(len(blocks))
     if not blocks:
         return AssistantMessage(content=visible, reasoning=reasoning)
