@@ -22,8 +22,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import mua_gym  # noqa: E402
 from mua_gym import MuaEnv, WorldSpec  # noqa: E402
-from mua_gym.eval.agents import OracleAgent  # noqa: E402
-from mua_gym.env.reward import evaluate  # noqa: E402
+try:
+    from mua_gym.env.reward import evaluate  # noqa: E402
+    from mua_gym.eval.agents import OracleAgent  # noqa: E402
+except ImportError:  # a revision from before the core was grouped by job (benchmarks/before_after.py --base)
+    from mua_gym.agents import OracleAgent  # type: ignore[no-redef]  # noqa: E402
+    from mua_gym.reward import evaluate  # type: ignore[no-redef]  # noqa: E402
 
 Row = tuple[str, str, float, float | None]  # (world, operation, ours, tau2)
 WITH_TAU2 = True  # --no-tau2 leaves tau2's side out (benchmarks/before_after.py compares two of ours)
