@@ -51,6 +51,7 @@ MOVED: dict[str, str] = {
     "mua_gym.spaces": "mua_gym.env.spaces",
     "mua_gym.communicate": "mua_gym.env.communicate",
     "mua_gym.html_view": "mua_gym.env.html_view",
+    "mua_gym.user_sims.memo": "mua_gym.user_sims.reply_memo",
 }
 
 

@@ -20,7 +20,7 @@ from mua_gym.llm.client import (
 from mua_gym.llm.redact import (MIN_SECRET_LENGTH, PLACEHOLDER, Redactor, is_secret_name, masked, redact, secret_values,
                              url_secrets)
 from mua_gym.user_sims import LLMUser
-from mua_gym.user_sims.memo import ResponseMemo
+from mua_gym.user_sims.reply_memo import ResponseMemo
 
 from error_llm_server import REQUESTS, error_llm_server
 from scripted_llm import POSITION, script

@@ -9,7 +9,7 @@ from mua_gym import MuaEnv, Persona, Task, Trajectory
 from mua_gym.eval.agents import OracleAgent
 from mua_gym.user_sims import ReplayUser, ScenarioUser, make_user, sample_persona
 from mua_gym.user_sims.llm import LLMUser
-from mua_gym.user_sims.memo import ResponseMemo
+from mua_gym.user_sims.reply_memo import ResponseMemo
 
 from scripted_llm import SEEN, script
 

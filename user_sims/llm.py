@@ -27,7 +27,7 @@ from mua_gym.messages import split_reasoning
 from mua_gym.llm.redact import Redactor, is_secret_name
 from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import UserReply, UserSimulator, UserSimulatorError, UserView
-from mua_gym.user_sims.memo import ResponseMemo
+from mua_gym.user_sims.reply_memo import ResponseMemo
 from mua_gym.user_sims.persona import PersonaMode, describe_persona, resolve_persona
 
 __all__ = ["GUIDELINES", "LLMUser"]
