@@ -536,3 +536,16 @@ def test_chat_step_answers_every_call_of_the_reply_it_returns():
 def test_an_unknown_split_fails_at_make_naming_the_nearest():
     with pytest.raises(ValueError, match=r"not 'tset' \(did you mean 'test'\?\)"):
         mua_gym.make("mua/Retail-v0", split="tset")
+
+
+def test_the_gymnasium_face_shows_what_users_read_of_an_episode():
+    env = mua_gym.make("mua/Mock-v0")
+    try:
+        facade = env.unwrapped
+        assert facade.task is None and facade.done and facade.void is None
+        env.reset(seed=0)
+        assert facade.task is facade.core.task and facade.task is not None and not facade.done
+        assert facade.policy == facade.core.policy and facade.messages() == facade.core.messages()
+        assert [m.role for m in facade.messages()] == ["system", "user"]
+    finally:
+        env.close()

@@ -120,7 +120,30 @@ def _check_user_takes_a_persona(user: UserSimulator, perturbations: Perturbation
 
 
 class AsyncMuaEnv:
-    """A multi-turn tool-use episode with a simulated user. See the module docstring for the contract."""
+    """A multi-turn tool-use episode with a simulated user. See the module docstring for the contract.
+
+    Its API comes in three tiers:
+
+    1. The episode contract: ``await reset(seed=, options=)``, ``await step(action)`` and ``await finish()``;
+       :class:`~mua_gym.MuaEnv` is its synchronous Gymnasium face, which most users need alone.
+    2. Trainer hooks: ``begin_step`` / ``complete_step`` (a step split around what must be awaited, so tool
+       calls finish without an event loop), ``chat_step`` (verifiers, ART: the reply as a chat message),
+       ``static_tools()`` (TRL: the tools every episode offers), ``episode_tools`` (this episode's, perturbed or
+       not), ``done`` and ``void``.
+    3. The world and the record: ``world``, ``task``, ``domain``, ``policy``, ``tasks(split)``, ``messages()``,
+       ``agent_messages()`` and ``trajectory()``.
+
+    The constructor's options, by what they choose:
+
+    - the world and its tasks: ``domain``, ``world`` (the source), ``world_params``, ``split``, ``tasks``,
+      ``shared_base``;
+    - who plays the customer, and what a faulty one does: ``user``, ``user_kwargs``, ``on_user_fault``,
+      ``fault_reviewer``, ``fault_reviewer_kwargs``;
+    - what the agent sees and may send: ``policy``, ``tools``, ``parser``, ``perturb``, ``max_turns``,
+      ``max_tool_errors``;
+    - how an episode is paid: ``reward``, ``judge``, ``judge_kwargs``;
+    - ``check_models``: one probe call per model at construction.
+    """
 
     def __init__(
         self,
@@ -702,6 +725,7 @@ class AsyncMuaEnv:
 
     @property
     def done(self) -> bool:
+        """Whether the running episode is over (also before the first reset)."""
         return self._episode.done
 
     @property

@@ -92,6 +92,11 @@ async def _drain() -> None:
 class MuaEnv(gymnasium.Env):
     """A Gymnasium env for one tool domain. Keyword arguments are those of :class:`AsyncMuaEnv`.
 
+    The Gymnasium contract (``reset``, ``step``, ``render``, ``close``) plus what users read of an episode:
+    ``task``, ``world``, ``domain``, ``policy``, ``done``, ``void``, ``tasks()``, ``messages()``,
+    ``agent_messages()``, ``trajectory()`` and ``finish()``. The trainer hooks (a step split around its
+    awaits, the tool lists some trainers want) are on ``.core``, the :class:`AsyncMuaEnv` this wraps.
+
     ``render_mode="ansi"``: ``render()`` returns the transcript so far as text.
     """
 
@@ -150,7 +155,32 @@ class MuaEnv(gymnasium.Env):
 
     @property
     def domain(self) -> Any:
+        """The :class:`~mua_gym.Domain` this env plays."""
         return self.core.domain
+
+    @property
+    def task(self) -> Task | None:
+        """The task of the current episode (None before the first reset)."""
+        return self.core.task
+
+    @property
+    def policy(self) -> str:
+        """The system message every episode opens with: the domain's policy for this env's world."""
+        return self.core.policy
+
+    @property
+    def done(self) -> bool:
+        """Whether the current episode is over (also before the first reset)."""
+        return self.core.done
+
+    @property
+    def void(self) -> str | None:
+        """Why the current episode is void (its user failed or broke its scenario), or None."""
+        return self.core.void
+
+    def messages(self) -> list[Any]:
+        """Every message of the episode so far (pydantic models), the user's hidden tool traffic included."""
+        return self.core.messages()
 
     def tasks(self, split: str | None = None) -> Sequence[Task]:
         """The tasks this env plays in ``split`` (its own split if None), in order: each a :class:`~mua_gym.Task`
