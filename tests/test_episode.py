@@ -1,18 +1,19 @@
-"""The episode module: a task's preparation is made once and kept on its domain; an episode's own state."""
+"""The episode module: a task's preparation is made once and kept for its domain; an episode's own state."""
 
 import gc
 
 from mua_gym import MuaEnv
 from mua_gym.env.episode import EpisodeState, prepare_task
 from mua_gym.domain.registry import get_domain
+from mua_gym.domain.state import state_of
 
 
-def test_a_task_is_prepared_once_and_kept_on_its_domain_while_it_lives():
+def test_a_task_is_prepared_once_and_kept_for_its_domain_while_it_lives():
     mock = get_domain("mock")
     task = mock.tasks("train")[0].model_copy(deep=True)  # an object no other test holds
     first = prepare_task(mock, task)
     assert prepare_task(mock, task) is first
-    assert mock.task_cache[id(task)][1] is first
+    assert state_of(mock).prepared[id(task)][1] is first
     again = prepare_task(mock, task, fresh=True)
     assert again is not first and prepare_task(mock, task) is again
     assert (again.gold_hash, again.gold_changes, again.start) == (first.gold_hash, first.gold_changes, first.start)
@@ -21,7 +22,7 @@ def test_a_task_is_prepared_once_and_kept_on_its_domain_while_it_lives():
     key = id(task)
     del task
     gc.collect()
-    assert key not in mock.task_cache  # dropped with the task: a discarded task list frees its preparations
+    assert key not in state_of(mock).prepared  # dropped with the task: a discarded task list frees its preparations
 
 
 def test_the_gold_agent_calls_are_counted_for_shaping():

@@ -152,3 +152,22 @@ def test_the_reward_audit_runs_on_a_third_party_domain(plugin_path):
     assert rows["oracle"] == rows["fair"] == "100.0%"
     assert rows["lookup-dump"] == rows["lookup-stop"] == rows["blind-answers"] == "0.0%"
     assert len(rows) >= 20
+
+
+def test_a_domain_is_its_declaration_and_its_derived_state_lives_apart(mock):
+    import dataclasses
+    import gc
+    import weakref
+
+    from mua_gym.domain.state import state_of
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        mock.policy = "anything"  # the author's declaration, once made
+    assert not any(name.startswith("_") for name in vars(mock))  # no caches, no locks on it
+    twin = dataclasses.replace(mock, name="mock_state_twin")
+    twin.tasks("test")
+    assert state_of(twin).tasks and state_of(twin) is not state_of(mock)
+    gone = weakref.ref(state_of(twin))
+    del twin
+    gc.collect()
+    assert gone() is None  # kept only as long as its domain

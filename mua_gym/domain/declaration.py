@@ -7,14 +7,13 @@ builds one :class:`Domain` from its schema, tools, policy, world builders and ta
 from __future__ import annotations
 
 import inspect
-import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from sqlalchemy import Connection, MetaData
 
 from mua_gym.domain import disk_cache
+from mua_gym.domain.state import state_of
 from mua_gym.world.image import WorldImage
 from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec, check_split, did_you_mean
 from mua_gym.tools import Toolkit
@@ -51,7 +50,7 @@ def env_name(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class Domain:
     """One tool domain. ``name`` is lower case (``"retail"``); its env id is made from it (``mua/Retail-v0``,
     :attr:`env_name`).
@@ -104,33 +103,27 @@ class Domain:
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").isalnum():
             raise ValueError(f"domain name must be alphanumeric (underscores allowed), got {self.name!r}")
-        self.tools = _toolkit(self.tools)
-        self.user_tools = None if self.user_tools is None else _toolkit(self.user_tools)
-        self.setup_tools = None if self.setup_tools is None else _toolkit(self.setup_tools)
+        normalised = {"tools": _toolkit(self.tools),  # the declaration in one form: frozen once made
+                      "user_tools": None if self.user_tools is None else _toolkit(self.user_tools),
+                      "setup_tools": None if self.setup_tools is None else _toolkit(self.setup_tools)}
         if callable(self.worlds):
-            self.worlds = {self.default_source: self.worlds}
+            normalised["worlds"] = {self.default_source: self.worlds}
         if callable(self.task_sources):
-            self.task_sources = {self.default_source: self.task_sources}
-        self._images: dict[tuple[Any, ...], WorldImage] = {}
-        self._tasks: dict[tuple[Any, ...], Sequence[Task]] = {}
-        self._toolkits: dict[str, Toolkit] = {}
-        self._schemas: dict[str, list[dict[str, Any]]] = {}
-        self._scratch: dict[tuple[int, str], World] = {}
-        #: Per task object (by id, with a weak reference to it): what mua_gym.env.episode.prepare_task made of it.
-        self.task_cache: dict[int, tuple[weakref.ref[Task], Any]] = {}
-        self._lock = threading.Lock()
-        self.scratch_lock = threading.RLock()
+            normalised["task_sources"] = {self.default_source: self.task_sources}
+        for name, value in normalised.items():
+            object.__setattr__(self, name, value)
 
     # -- worlds ------------------------------------------------------------------------------------
     def image(self, spec: WorldSpec | None = None) -> WorldImage:
         """The cached starting image for a world spec (built on first use)."""
         spec = spec or WorldSpec()
         key = spec.cache_key()
-        found = self._images.get(key)
+        state = state_of(self)
+        found = state.images.get(key)
         if found is not None:
             return found
-        with self._lock:
-            if key not in self._images:
+        with state.lock:
+            if key not in state.images:
                 builder = self.worlds.get(spec.source)
                 if builder is None:
                     raise ValueError(
@@ -145,11 +138,11 @@ class Domain:
                          if spec.source in self.cached_sources else None)
                 found = disk_cache.cached_image(entry)
                 if found is not None:
-                    self._images[key] = WorldImage.from_bytes(self.metadata, *found, name=name)
+                    state.images[key] = WorldImage.from_bytes(self.metadata, *found, name=name)
                 else:
-                    image = self._images[key] = WorldImage.build(self.metadata, populate, name=name)
+                    image = state.images[key] = WorldImage.build(self.metadata, populate, name=name)
                     disk_cache.store_image(entry, image.data, image.hash)
-            return self._images[key]
+            return state.images[key]
 
     def new_world(self, source: str = "generated", seed: int = 0, **params: Any) -> World:
         """A fresh live world from the named source."""
@@ -157,18 +150,20 @@ class Domain:
 
     def toolkit(self, source: str = "generated") -> Toolkit:
         """The agent's tools for worlds and tasks of ``source``."""
-        found = self._toolkits.get(source)
+        toolkits = state_of(self).toolkits
+        found = toolkits.get(source)
         if found is None:
             make = self.source_tools.get(source)
-            found = self._toolkits[source] = make() if make is not None else self.tools
+            found = toolkits[source] = make() if make is not None else self.tools
         return found
 
     def tool_schemas(self, source: str = "generated") -> list[dict[str, Any]]:
         """The OpenAI schemas of the agent's tools for ``source``: one list per source, shared by every env of the
         domain (read it, do not change it; ``toolkit(source).schemas()`` makes a copy of one's own)."""
-        found = self._schemas.get(source)
+        schemas = state_of(self).schemas
+        found = schemas.get(source)
         if found is None:
-            found = self._schemas[source] = self.toolkit(source).schemas()
+            found = schemas[source] = self.toolkit(source).schemas()
         return found
 
     def world_from_image(self, image: WorldImage, source: str = "generated", shared_base: bool = False) -> World:
@@ -179,12 +174,13 @@ class Domain:
     def scratch_world(self, image: WorldImage, source: str = "generated") -> World:
         """A world kept per image for one-off work (gold replays, checks); the caller loads what it needs.
 
-        Not for concurrent use: callers hold ``scratch_lock``.
+        Not for concurrent use: callers hold ``state_of(domain).scratch_lock``.
         """
         key = (image.id, source)
-        found = self._scratch.get(key)
+        scratch = state_of(self).scratch
+        found = scratch.get(key)
         if found is None:
-            found = self._scratch[key] = self.world_from_image(image, source)
+            found = scratch[key] = self.world_from_image(image, source)
         return found
 
     # -- tasks -------------------------------------------------------------------------------------
@@ -194,7 +190,8 @@ class Domain:
         :class:`~mua_gym.domain.disk_cache.CachedTasks`, which reads each task on first use)."""
         check_split(split)
         key = (split, source, tuple(sorted((k, repr(v)) for k, v in params.items())))
-        found = self._tasks.get(key)
+        cached = state_of(self).tasks
+        found = cached.get(key)
         if found is not None:
             return found
         make = self.task_sources.get(source)
@@ -210,7 +207,7 @@ class Domain:
             if builder is None or world is not None:
                 entry = disk_cache.entry("tasks", self.name, source, make, (key, world and world.name))
         tasks = disk_cache.cached_tasks(entry, lambda: make(self, split, **params))
-        self._tasks[key] = tasks
+        cached[key] = tasks
         return tasks
 
     def check_source(self, source: str, params: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from mua_gym.world.sql import Key
 from mua_gym.task import Task
 from mua_gym.tools import ToolResult
 from mua_gym.world import Memory, World
+from mua_gym.domain.state import state_of
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
@@ -59,13 +60,14 @@ class PreparedTask:
 
 
 def prepare_task(domain: "Domain", task: Task, *, fresh: bool = False) -> PreparedTask:
-    """The :class:`PreparedTask` of ``task``: built on first use, then the one kept on ``domain``.
+    """The :class:`PreparedTask` of ``task``: built on first use, then the one this process keeps for ``domain``
+    (:func:`mua_gym.domain.state.state_of`).
 
     ``fresh=True`` builds it again (and keeps the new one); a build leaves ``domain``'s scratch world of the
     task's image in the gold state, which :func:`mua_gym.kit.generation.check_task` goes on from.
     Raises ``ValueError`` where an initial action of the task fails.
     """
-    cache, key = domain.task_cache, id(task)
+    cache, key = state_of(domain).prepared, id(task)
     entry = cache.get(key)
     if not fresh and entry is not None and entry[0]() is task:
         return entry[1]
@@ -77,7 +79,7 @@ def prepare_task(domain: "Domain", task: Task, *, fresh: bool = False) -> Prepar
 
 def _prepare(domain: "Domain", task: Task) -> PreparedTask:
     image = domain.image(task.world)
-    with domain.scratch_lock:
+    with state_of(domain).scratch_lock:
         world = domain.scratch_world(image, task.world.source)
         world.load(image.data)
         for action in task.initial_actions:

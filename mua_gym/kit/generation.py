@@ -18,6 +18,7 @@ import numpy as np
 from mua_gym.kit.fairness import unfair_values
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.env.episode import prepare_task
+from mua_gym.domain.state import state_of
 from mua_gym.env.reward import evaluate
 from mua_gym.task import Action, EvaluationSpec, GenerationStats, Task, TaskList, UserScenario, WorldSpec
 from mua_gym.tools import ToolResult
@@ -101,7 +102,7 @@ def check_task(domain: "Domain", task: Task) -> tuple[str, list[str]] | None:
     Returns ``("failed", [reason])`` when a gold call fails, the gold episode scores below 1.0 or doing nothing
     scores above 0.0, and ``("unfair", values)`` when the gold calls hold values the agent is never told.
     """
-    with domain.scratch_lock:
+    with state_of(domain).scratch_lock:
         prepared = prepare_task(domain, task, fresh=True)  # leaves the scratch world in the gold state
         failed = next((r.content for r in prepared.gold_results if r.error), None)
         if failed is not None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from mua_gym.task import WorldSpec
 from mua_gym.kit.generation import Intent
+from mua_gym.domain.state import state_of
 
 if TYPE_CHECKING:
     from mua_gym.domain import Domain
@@ -63,7 +64,7 @@ def read_world(domain: "Domain", world: WorldSpec, read: Callable[["World"], S])
     """``read`` applied to a fresh copy of ``world`` (a live :class:`World`, valid during the call only): a task
     maker's snapshot, read once per split."""
     image = domain.image(world)
-    with domain.scratch_lock:
+    with state_of(domain).scratch_lock:
         scratch = domain.scratch_world(image, world.source)
         scratch.load(image.data)
         return read(scratch)
