@@ -14,6 +14,8 @@ episodes").
 trainer         module                                      extra
 ==============  ==========================================  ======================
 TRL             :mod:`mua_gym.integrations.trl`             ``trl``
+                (the model under training: ``trl_policy``;
+                supervised rows: ``trl_sft``)
 verifiers       :mod:`mua_gym.integrations.verifiers`       ``verifiers``
 SkyRL-gym       :mod:`mua_gym.integrations.skyrl`           ``skyrl``
 OpenEnv         :mod:`mua_gym.integrations.openenv`         ``openenv``
