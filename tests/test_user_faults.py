@@ -302,3 +302,14 @@ def test_an_assistant_voice_in_the_user_is_a_role_break():
     env, obs, info = retail(model)
     obs, *_, info = env.step("Could you give me your email?")
     assert [f["kind"] for f in info["user_faults"]] == ["role_break"]  # (the doubly escaped entity is no value)
+
+
+def test_a_name_is_invented_only_in_the_words_nobody_gave():
+    """A given name from the scenario and a surname the agent said is no invented name; a surname nobody said is."""
+    model = script("surname", [OPENING, "My name is Caleb Quint.", "My name is Caleb Varga."])
+    env, obs, info = retail(model)
+    *_, info = env.step("Is the order under the surname Quint?")
+    assert "user_faults" not in info  # "Caleb" is in the scenario, "Quint" the agent said
+    *_, info = env.step("What is your full name?")
+    assert [f["kind"] for f in info["user_faults"]] == ["invented_fact"] and "Caleb Varga" in \
+        info["user_faults"][0]["evidence"]

@@ -235,7 +235,7 @@ class FaultChecker:
             names = "|".join(re.escape(n) for n in sorted(agent_tools, key=len, reverse=True))
             self._agent_tool_call = re.compile(rf"\b(?:{names})\s*\(|\"name\"\s*:\s*\"(?:{names})\"") if names else None
         self._heard, self._seen = [], 0
-        self._view: UserView = ()
+        self._view = ()
 
     def check(self, reply: UserReply, prompt: str, view: UserView, turn: int,
               at_gold: Callable[[], bool] = lambda: True) -> list[UserFault]:
@@ -317,30 +317,31 @@ class FaultChecker:
         if invented is not None:
             fault("invented_fact", f"stated {invented!r}, which its scenario does not hold and nobody told it")
         else:
-            named = next((n for n in unheard_names
-                          if not all(any(w.lower() in words for _, words in self._heard) for w in n.split())), None)
+            named = next((name for name, strange in unheard_names
+                          if not all(any(w in words for _, words in self._heard) for w in strange)), None)
             if named is not None:
                 fault("invented_fact", f"gave the name {named!r}, which its scenario does not hold")
         for kind, evidence in found:
             fault(kind, evidence)
         return bool(unheard_values or unheard_names)
 
-    def _reading(self, text: str) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...],
-                                           tuple[tuple[str, str], ...]]:
-        """What ``text`` says whatever the conversation: (values its scenario does not hold, each with its forms,
-        names its scenario does not hold, (kind, evidence) of the faults it is by itself). Kept per task: a
+    def _reading(self, text: str) -> tuple[tuple[tuple[str, tuple[str, ...]], ...],
+                                           tuple[tuple[str, tuple[str, ...]], ...], tuple[tuple[str, str], ...]]:
+        """What ``text`` says whatever the conversation: (values its scenario does not hold, each with its forms;
+        names its scenario does not hold, each with its words (lower case) the scenario lacks; (kind, evidence) of
+        the faults it is by itself). Kept per task: a
         rule-driven user says the same lines in every episode of a task."""
         facts = self.facts
         assert facts is not None
         values = tuple((v, forms) for v in _values(text) if facts.values.isdisjoint(forms := tuple(_forms(v))))
-        names: list[str] = []
+        names: list[tuple[str, tuple[str, ...]]] = []
         lower = text.lower()
         if "name is" in lower or "i'm " in lower or "i am " in lower or "this is " in lower:
             for match in _NAME.finditer(text):
                 parts = [n for n in match.groups() if n]
-                if (len(parts) == 2 or match.group(0).lower().startswith("my")) and \
-                        any(n.lower() not in facts.words for n in parts):
-                    names.append(" ".join(parts))
+                strange = tuple(n.lower() for n in parts if n.lower() not in facts.words)
+                if (len(parts) == 2 or match.group(0).lower().startswith("my")) and strange:
+                    names.append((" ".join(parts), strange))
         found: list[tuple[str, str]] = []
         words = _words(lower)
         starts = facts.shingle_starts
