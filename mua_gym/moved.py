@@ -59,7 +59,7 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old path and loads it as the module at its new one."""
 
     def __init__(self) -> None:
-        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
+        self._own_specs: dict[str, importlib.machinery.ModuleSpec | None] = {}  # by old path, while loading
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -72,15 +72,13 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         warnings.warn(f"{spec.name} moved to {new}; the old path goes in mua_gym 0.2", DeprecationWarning,
                       stacklevel=2)
         module = importlib.import_module(new)
-        self._specs[spec.name] = module.__spec__  # importlib gives it the old path's spec next: put back then
+        self._own_specs[spec.name] = module.__spec__
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the module at the new path is already loaded; it keeps its own spec."""
-        for old, spec in list(self._specs.items()):
-            if spec is not None and spec.name == module.__name__:
-                module.__spec__ = spec
-                del self._specs[old]
+        """Nothing to run: the module is loaded. importlib has just set the old path's spec on it: it gets its own
+        back."""
+        module.__spec__ = self._own_specs.pop(module.__spec__.name)
 
 
 def install() -> None:
