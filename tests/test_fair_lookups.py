@@ -126,3 +126,4 @@ def test_a_number_that_is_no_total_of_what_was_shown_is_never_said():
     agent.reset({})
     agent._learn([{"role": "tool", "content": json.dumps({"items": [{"price": 10.0}, {"price": 20.0}]})}])
     assert agent.knows("30.0") and agent.knows(30) and not agent.knows("35.0") and not agent.knows("10.5")
+    assert not any(agent.knows(word) for word in ("nan", "Infinity", "-inf", "1e999"))  # words, never totals

@@ -6,7 +6,9 @@ Every agent has ``reset(info)`` (the info that ``env.reset`` returned) and ``act
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import re
 from typing import Any, Iterable, Iterator
 
@@ -184,8 +186,6 @@ def _result_values(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
 
 def next_days(value: str) -> list[str]:
     """The days before and after an ISO date (``"2024-05-23"`` gives the 22nd and the 24th); none for other text."""
-    import datetime
-
     if not _DATE.fullmatch(value):
         return []
     try:
@@ -293,7 +293,7 @@ class FairAgent(OracleAgent):
             number = float(value) if not isinstance(value, bool) else None
         except (TypeError, ValueError):
             return False
-        if number is None:
+        if number is None or not math.isfinite(number):  # ("nan", "Infinity": words, not totals)
             return False
         key = (round(number, 2), sum(map(len, self._amounts.values())))  # the same question on the same numbers
         if key not in self._totals:
