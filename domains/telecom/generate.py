@@ -16,6 +16,7 @@ a fixed order, so a seed and a size always give the same database, bit for bit.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -149,6 +150,35 @@ def _month_end(month: date) -> date:
 # ---------------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Tables:
+    """The account side's rows as they are drawn, table by table, and the ids, phone numbers and emails taken."""
+
+    rng: np.random.Generator
+    customers: list[dict[str, Any]] = field(default_factory=list)
+    methods: list[dict[str, Any]] = field(default_factory=list)
+    customer_lines: list[dict[str, Any]] = field(default_factory=list)
+    customer_bills: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    bills: list[dict[str, Any]] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
+    used_ids: set[str] = field(default_factory=set)
+    used_numbers: set[str] = field(default_factory=set)
+    emails: set[str] = field(default_factory=set)
+
+    def new_id(self, prefix: str, digits: int) -> str:
+        """An id no record has yet: ``prefix`` and ``digits`` digits."""
+        low = 10 ** (digits - 1)
+        return unique(self.used_ids, lambda: f"{prefix}{int(self.rng.integers(low, 10 * low))}")
+
+    def new_number(self, area: str) -> str:
+        """A phone number in ``area`` that nobody has yet."""
+        rng = self.rng
+        return unique(self.used_numbers,
+                      lambda: f"{area}-{int(rng.integers(200, 1000))}-{int(rng.integers(10000)):04d}")
+
+
 def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "default") -> None:
     """Fills an empty telecom schema with a seeded world of our own.
 
@@ -156,152 +186,160 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     that multiplies the default customers. Plans, the phone and its surroundings do not scale.
     """
     n_customers = _customer_count(size)
-    rng = np.random.default_rng(seed)
-    used_ids: set[str] = set()
-    used_numbers: set[str] = set()
-
-    plan_rows = [dict(plan_id=pid, position=i, name=name, data_limit_gb=limit, price_per_month=price,
-                      data_refueling_price_per_gb=refuel)
-                 for i, (pid, name, limit, price, refuel) in enumerate(PLANS)]
-
-    customer_rows: list[dict[str, Any]] = []
-    method_rows: list[dict[str, Any]] = []
-    customer_line_rows: list[dict[str, Any]] = []
-    customer_bill_rows: list[dict[str, Any]] = []
-    line_rows: list[dict[str, Any]] = []
-    device_rows: list[dict[str, Any]] = []
-    bill_rows: list[dict[str, Any]] = []
-    item_rows: list[dict[str, Any]] = []
-    emails: set[str] = set()
-
-    def new_id(prefix: str, digits: int) -> str:
-        low = 10 ** (digits - 1)
-        return unique(used_ids, lambda: f"{prefix}{int(rng.integers(low, 10 * low))}")
-
-    def new_number(area: str) -> str:
-        return unique(used_numbers, lambda: f"{area}-{int(rng.integers(200, 1000))}-{int(rng.integers(10000)):04d}")
-
-    def new_device(kind: str, active: bool) -> str:
-        device_id = new_id("D", 5)
-        models = MODELS[kind]
-        model = models[int(rng.integers(len(models)))]
-        has_imei = kind != "router" or rng.random() < 0.5
-        imei = "".join(str(int(d)) for d in rng.integers(10, size=15)) if has_imei else None
-        esim = bool(rng.random() < ESIM_SHARE[kind])
-        activation = _stamp(rng, date(2021, 1, 1), date(2025, 2, 20)) if active else None
-        transfer = _stamp(rng, date(2023, 1, 1), date(2025, 2, 20)) if esim and rng.random() < 0.2 else None
-        if activation is not None and transfer is not None and transfer < activation:
-            transfer = None
-        device_rows.append(dict(device_id=device_id, position=len(device_rows), device_type=kind, model=model,
-                                imei=imei, is_esim_capable=esim, activated=active, activation_date=activation,
-                                last_esim_transfer_date=transfer))
-        return device_id
-
-    for c in range(n_customers):
-        customer_id = new_id("C", 5)
-        first, last = FIRST_NAMES[int(rng.integers(len(FIRST_NAMES)))], LAST_NAMES[int(rng.integers(len(LAST_NAMES)))]
-        city, state, zip3, area = CITIES[int(rng.integers(len(CITIES)))]
-        dob = _day(rng, date(1948, 1, 1), date(2005, 12, 31))
-        account_status = ACCOUNT_STATUSES[weighted_index(rng, ACCOUNT_STATUS_WEIGHTS)]
-
-        # Lines (the first is the customer's own phone, active on an active account) and their devices.
-        my_lines: list[dict[str, Any]] = []
-        for k in range(1 + weighted_index(rng, LINE_COUNT_WEIGHTS)):
-            kind = "phone" if k == 0 else DEVICE_TYPES[weighted_index(rng, EXTRA_LINE_TYPE_WEIGHTS)]
-            status = LINE_STATUSES[weighted_index(rng, LINE_STATUS_WEIGHTS)]
-            if account_status == "Suspended":  # every line of a suspended account is suspended
-                status = "Suspended"
-            elif account_status == "Pending Verification":  # nothing is active before the account is verified
-                status = "Pending Activation"
-            elif k == 0:
-                status = "Active"
-            if kind == "phone":
-                plan = PHONE_PLANS[weighted_index(rng, PHONE_PLAN_WEIGHTS)]
-            else:
-                choices = {"tablet": TABLET_PLANS, "router": ROUTER_PLANS, "watch": WATCH_PLANS}[kind]
-                plan = choices[int(rng.integers(len(choices)))]
-            limit = PLANS[plan][2]
-            line_id = new_id("L", 5)
-            number = new_number(area)
-            device_id = new_device(kind, status in ("Active", "Suspended"))
-            used = round(float(rng.uniform(0.0, 0.9)) * limit, 1) if status == "Active" else 0.0
-            refuel = (0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0)[int(rng.integers(7))] if status == "Active" else 0.0
-            roaming = bool(rng.random() < 0.35)
-            contract = str(_day(rng, date(2025, 4, 1), date(2027, 12, 31))) if rng.random() < 0.7 else None
-            plan_change = str(_day(rng, date(2023, 1, 1), date(2025, 2, 20))) if rng.random() < 0.4 else None
-            sim = str(_day(rng, date(2022, 6, 1), date(2025, 2, 20))) if rng.random() < 0.25 else None
-            suspended = str(_day(rng, date(2024, 12, 1), date(2025, 2, 20))) if status == "Suspended" else None
-            row = dict(line_id=line_id, position=len(line_rows), phone_number=number, status=status,
-                       plan_id=PLANS[plan][0], device_id=device_id, data_used_gb=used, data_refueling_gb=refuel,
-                       roaming_enabled=roaming, contract_end_date=contract, last_plan_change_date=plan_change,
-                       last_sim_replacement_date=sim, suspension_start_date=suspended)
-            line_rows.append(row)
-            my_lines.append(row)
-            customer_line_rows.append(dict(customer_id=customer_id, position=k, line_id=line_id))
-
-        # The contact number: mostly the customer's own phone line, sometimes another number of theirs.
-        contact = my_lines[0]["phone_number"] if rng.random() < 0.85 else new_number(area)
-        email = unique(emails, lambda: f"{first.lower()}.{last.lower()}{int(rng.integers(10, 100))}@example.net")
-        customer_rows.append(dict(
-            customer_id=customer_id, position=c, full_name=f"{first} {last}", date_of_birth=str(dob), email=email,
-            phone_number=contact,
-            street=f"{int(rng.integers(10, 9900))} {STREETS[int(rng.integers(len(STREETS)))]} "
-                   f"{STREET_KINDS[int(rng.integers(len(STREET_KINDS)))]}",
-            city=city, state=state, zip_code=f"{zip3}{int(rng.integers(100)):02d}", account_status=account_status,
-            created_at=_stamp(rng, date(2016, 1, 1), date(2020, 12, 31)),
-            last_extension_date=str(_day(rng, date(2024, 3, 1), date(2025, 1, 31))) if rng.random() < 0.15
-            else None,
-            goodwill_credit_used_this_year=(0.0, 0.0, 0.0, 0.0, 10.0, 15.0, 25.0)[int(rng.integers(7))]))
-
-        for k in range(1 + weighted_index(rng, METHOD_COUNT_WEIGHTS)):
-            method_rows.append(dict(
-                customer_id=customer_id, position=k, method_type=METHOD_TYPES[int(rng.integers(len(METHOD_TYPES)))],
-                account_number_last_4=f"{int(rng.integers(10000)):04d}",
-                expiration_date=f"{int(rng.integers(1, 13)):02d}/{int(rng.integers(2025, 2031))}"))
-
-        # Bills: monthly bills up to February (oldest first, as the customer's list keeps them), then a draft
-        # for March.
-        billed = [ln for ln in my_lines if ln["status"] in ("Active", "Suspended")]
-        months = 2 + weighted_index(rng, BILL_MONTHS_WEIGHTS) if billed else 0
-        position = 0
-        for k in reversed(range(months)):
-            start = _month_back(LATEST_MONTH, k)
-            status = (LATEST_BILL_STATUSES[weighted_index(rng, LATEST_BILL_WEIGHTS)] if k == 0
-                      else OLDER_BILL_STATUSES[weighted_index(rng, OLDER_BILL_WEIGHTS)])
-            if k == 0 and account_status == "Suspended":
-                status = "Overdue"
-            bill_id = new_id("B", 7)
-            items = [(f"Monthly plan {PLANS[_plan_index(ln['plan_id'])][1]} ({ln['phone_number']})",
-                      PLANS[_plan_index(ln["plan_id"])][3], "Plan Charge") for ln in billed]
-            if rng.random() < 0.15:
-                items.append(("Data overage", float(rng.integers(1, 5)) * 5.0, "Overage"))
-            if rng.random() < 0.08:
-                items.append(("Late payment fee", 7.5, "Fee"))
-            if rng.random() < 0.1:
-                items.append(("Loyalty credit", -float(rng.integers(1, 3)) * 5.0, "Credit"))
-            for j, (description, amount, kind) in enumerate(items):
-                item_rows.append(dict(bill_id=bill_id, position=j, description=description, amount=amount,
-                                      date=str(start), item_type=kind))
-            bill_rows.append(dict(bill_id=bill_id, position=len(bill_rows), customer_id=customer_id,
-                                  period_start=str(start), period_end=str(_month_end(start)), issue_date=str(start),
-                                  total_due=round(sum(a for _, a, _ in items), 2),
-                                  due_date=str(start + timedelta(days=14)), status=status))
-            customer_bill_rows.append(dict(customer_id=customer_id, position=position, bill_id=bill_id))
-            position += 1
-        if billed and rng.random() < DRAFT_SHARE:
-            start = _month_back(LATEST_MONTH, -1)
-            bill_id = new_id("B", 7)
-            bill_rows.append(dict(bill_id=bill_id, position=len(bill_rows), customer_id=customer_id,
-                                  period_start=str(start), period_end=str(_month_end(start)), issue_date=str(start),
-                                  total_due=0.0, due_date=str(start + timedelta(days=14)), status="Draft"))
-            customer_bill_rows.append(dict(customer_id=customer_id, position=position, bill_id=bill_id))
-
+    tables = _Tables(np.random.default_rng(seed))
+    for position in range(n_customers):
+        _add_customer(tables, position)
     # A few spare devices on no line (old phones, trackers), never activated.
     for _ in range(max(1, n_customers // 10)):
-        kind = ("phone", "tablet", "other")[int(rng.integers(3))]
-        new_device(kind, False)
+        _add_device(tables, ("phone", "tablet", "other")[int(tables.rng.integers(3))], False)
+    apps = _phone_apps(tables.rng)  # drawn before the phone's battery level
+    _insert(conn, tables, apps, _healthy_phone(tables.rng))
 
-    # The phone (healthy) and its surroundings (at home; no user until a task sets one).
+
+def _add_customer(t: _Tables, position: int) -> None:
+    """Adds one customer with their lines (and devices), payment methods and bills."""
+    rng = t.rng
+    customer_id = t.new_id("C", 5)
+    first, last = FIRST_NAMES[int(rng.integers(len(FIRST_NAMES)))], LAST_NAMES[int(rng.integers(len(LAST_NAMES)))]
+    city, state, zip3, area = CITIES[int(rng.integers(len(CITIES)))]
+    dob = _day(rng, date(1948, 1, 1), date(2005, 12, 31))
+    account_status = ACCOUNT_STATUSES[weighted_index(rng, ACCOUNT_STATUS_WEIGHTS)]
+    my_lines = _add_lines(t, customer_id, area, account_status)
+
+    # The contact number: mostly the customer's own phone line, sometimes another number of theirs.
+    contact = my_lines[0]["phone_number"] if rng.random() < 0.85 else t.new_number(area)
+    email = unique(t.emails, lambda: f"{first.lower()}.{last.lower()}{int(rng.integers(10, 100))}@example.net")
+    t.customers.append(dict(
+        customer_id=customer_id, position=position, full_name=f"{first} {last}", date_of_birth=str(dob), email=email,
+        phone_number=contact,
+        street=f"{int(rng.integers(10, 9900))} {STREETS[int(rng.integers(len(STREETS)))]} "
+               f"{STREET_KINDS[int(rng.integers(len(STREET_KINDS)))]}",
+        city=city, state=state, zip_code=f"{zip3}{int(rng.integers(100)):02d}", account_status=account_status,
+        created_at=_stamp(rng, date(2016, 1, 1), date(2020, 12, 31)),
+        last_extension_date=str(_day(rng, date(2024, 3, 1), date(2025, 1, 31))) if rng.random() < 0.15
+        else None,
+        goodwill_credit_used_this_year=(0.0, 0.0, 0.0, 0.0, 10.0, 15.0, 25.0)[int(rng.integers(7))]))
+
+    for k in range(1 + weighted_index(rng, METHOD_COUNT_WEIGHTS)):
+        t.methods.append(dict(
+            customer_id=customer_id, position=k, method_type=METHOD_TYPES[int(rng.integers(len(METHOD_TYPES)))],
+            account_number_last_4=f"{int(rng.integers(10000)):04d}",
+            expiration_date=f"{int(rng.integers(1, 13)):02d}/{int(rng.integers(2025, 2031))}"))
+    _add_bills(t, customer_id, account_status, my_lines)
+
+
+def _add_lines(t: _Tables, customer_id: str, area: str, account_status: str) -> list[dict[str, Any]]:
+    """Adds a customer's 1-4 lines and their devices, and returns the lines' rows (the first is the customer's own
+    phone, active on an active account)."""
+    rng = t.rng
+    my_lines: list[dict[str, Any]] = []
+    for k in range(1 + weighted_index(rng, LINE_COUNT_WEIGHTS)):
+        kind = "phone" if k == 0 else DEVICE_TYPES[weighted_index(rng, EXTRA_LINE_TYPE_WEIGHTS)]
+        status = _line_status(LINE_STATUSES[weighted_index(rng, LINE_STATUS_WEIGHTS)], account_status, k)
+        plan = _line_plan(rng, kind)
+        limit = PLANS[plan][2]
+        line_id = t.new_id("L", 5)
+        number = t.new_number(area)
+        device_id = _add_device(t, kind, status in ("Active", "Suspended"))
+        used = round(float(rng.uniform(0.0, 0.9)) * limit, 1) if status == "Active" else 0.0
+        refuel = (0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0)[int(rng.integers(7))] if status == "Active" else 0.0
+        roaming = bool(rng.random() < 0.35)
+        contract = str(_day(rng, date(2025, 4, 1), date(2027, 12, 31))) if rng.random() < 0.7 else None
+        plan_change = str(_day(rng, date(2023, 1, 1), date(2025, 2, 20))) if rng.random() < 0.4 else None
+        sim = str(_day(rng, date(2022, 6, 1), date(2025, 2, 20))) if rng.random() < 0.25 else None
+        suspended = str(_day(rng, date(2024, 12, 1), date(2025, 2, 20))) if status == "Suspended" else None
+        row = dict(line_id=line_id, position=len(t.lines), phone_number=number, status=status,
+                   plan_id=PLANS[plan][0], device_id=device_id, data_used_gb=used, data_refueling_gb=refuel,
+                   roaming_enabled=roaming, contract_end_date=contract, last_plan_change_date=plan_change,
+                   last_sim_replacement_date=sim, suspension_start_date=suspended)
+        t.lines.append(row)
+        my_lines.append(row)
+        t.customer_lines.append(dict(customer_id=customer_id, position=k, line_id=line_id))
+    return my_lines
+
+
+def _line_status(drawn: str, account_status: str, k: int) -> str:
+    """The status of a customer's line ``k``, as drawn unless the account decides it."""
+    if account_status == "Suspended":  # every line of a suspended account is suspended
+        return "Suspended"
+    if account_status == "Pending Verification":  # nothing is active before the account is verified
+        return "Pending Activation"
+    return "Active" if k == 0 else drawn
+
+
+def _line_plan(rng: np.random.Generator, kind: str) -> int:
+    """The index in :data:`PLANS` of a plan for a line of device ``kind``."""
+    if kind == "phone":
+        return PHONE_PLANS[weighted_index(rng, PHONE_PLAN_WEIGHTS)]
+    choices = {"tablet": TABLET_PLANS, "router": ROUTER_PLANS, "watch": WATCH_PLANS}[kind]
+    return choices[int(rng.integers(len(choices)))]
+
+
+def _add_device(t: _Tables, kind: str, active: bool) -> str:
+    """Adds a device of ``kind`` (activated or not) and returns its id."""
+    rng = t.rng
+    device_id = t.new_id("D", 5)
+    models = MODELS[kind]
+    model = models[int(rng.integers(len(models)))]
+    has_imei = kind != "router" or rng.random() < 0.5
+    imei = "".join(str(int(d)) for d in rng.integers(10, size=15)) if has_imei else None
+    esim = bool(rng.random() < ESIM_SHARE[kind])
+    activation = _stamp(rng, date(2021, 1, 1), date(2025, 2, 20)) if active else None
+    transfer = _stamp(rng, date(2023, 1, 1), date(2025, 2, 20)) if esim and rng.random() < 0.2 else None
+    if activation is not None and transfer is not None and transfer < activation:
+        transfer = None
+    t.devices.append(dict(device_id=device_id, position=len(t.devices), device_type=kind, model=model, imei=imei,
+                          is_esim_capable=esim, activated=active, activation_date=activation,
+                          last_esim_transfer_date=transfer))
+    return device_id
+
+
+def _add_bills(t: _Tables, customer_id: str, account_status: str, my_lines: list[dict[str, Any]]) -> None:
+    """Adds a billed customer's monthly bills up to February (oldest first, as the customer's list keeps them), and
+    mostly a draft for March."""
+    rng = t.rng
+    billed = [ln for ln in my_lines if ln["status"] in ("Active", "Suspended")]
+    months = 2 + weighted_index(rng, BILL_MONTHS_WEIGHTS) if billed else 0
+    for position, k in enumerate(reversed(range(months))):
+        status = (LATEST_BILL_STATUSES[weighted_index(rng, LATEST_BILL_WEIGHTS)] if k == 0
+                  else OLDER_BILL_STATUSES[weighted_index(rng, OLDER_BILL_WEIGHTS)])
+        if k == 0 and account_status == "Suspended":
+            status = "Overdue"
+        bill_id = t.new_id("B", 7)  # drawn before the bill's items
+        _add_bill(t, customer_id, position, bill_id, _month_back(LATEST_MONTH, k), status, _bill_items(rng, billed))
+    if billed and rng.random() < DRAFT_SHARE:
+        _add_bill(t, customer_id, months, t.new_id("B", 7), _month_back(LATEST_MONTH, -1), "Draft", [])
+
+
+def _bill_items(rng: np.random.Generator, billed: list[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """A monthly bill's items (description, amount, kind): each billed line's plan, and sometimes an overage, a
+    late fee or a loyalty credit."""
+    items = [(f"Monthly plan {PLANS[_plan_index(ln['plan_id'])][1]} ({ln['phone_number']})",
+              PLANS[_plan_index(ln["plan_id"])][3], "Plan Charge") for ln in billed]
+    if rng.random() < 0.15:
+        items.append(("Data overage", float(rng.integers(1, 5)) * 5.0, "Overage"))
+    if rng.random() < 0.08:
+        items.append(("Late payment fee", 7.5, "Fee"))
+    if rng.random() < 0.1:
+        items.append(("Loyalty credit", -float(rng.integers(1, 3)) * 5.0, "Credit"))
+    return items
+
+
+def _add_bill(t: _Tables, customer_id: str, position: int, bill_id: str, start: date, status: str,
+              items: list[tuple[str, float, str]]) -> None:
+    """Adds the bill of the month from ``start`` with its items (a draft has none) as the customer's ``position``th."""
+    for j, (description, amount, kind) in enumerate(items):
+        t.items.append(dict(bill_id=bill_id, position=j, description=description, amount=amount, date=str(start),
+                            item_type=kind))
+    t.bills.append(dict(bill_id=bill_id, position=len(t.bills), customer_id=customer_id, period_start=str(start),
+                        period_end=str(_month_end(start)), issue_date=str(start),
+                        total_due=round(sum((a for _, a, _ in items), 0.0), 2),
+                        due_date=str(start + timedelta(days=14)), status=status))
+    t.customer_bills.append(dict(customer_id=customer_id, position=position, bill_id=bill_id))
+
+
+def _phone_apps(rng: np.random.Generator) -> list[dict[str, Any]]:
+    """The phone's apps: messaging and browser with their usual permissions, and 1-3 more."""
     extra = sorted(rng.choice(len(EXTRA_APPS), size=int(rng.integers(1, 4)), replace=False).tolist())
     app_rows = [dict(app_name="messaging", position=0, perm_sms=True, perm_storage=True, perm_phone=True,
                      perm_network=False),
@@ -311,7 +349,12 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
         name, sms, storage, call, network = EXTRA_APPS[k]
         app_rows.append(dict(app_name=name, position=len(app_rows), perm_sms=sms, perm_storage=storage,
                              perm_phone=call, perm_network=network))
-    phone_row = dict(
+    return app_rows
+
+
+def _healthy_phone(rng: np.random.Generator) -> dict[str, Any]:
+    """The phone's row: SIM active, 5G, connected, data on, APN ``internet`` with an MMSC URL, no VPN."""
+    return dict(
         id=1, sim_card_status="active", sim_card_missing=False, airplane_mode=False, network_signal_strength="good",
         network_technology_connected="5G", network_connection_status="connected",
         battery_level=int(rng.integers(35, 101)), data_enabled=True, roaming_enabled=False,
@@ -320,24 +363,33 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
         wifi_connected=False, wifi_ssid=None, wifi_signal_strength="none", wifi_calling_enabled=False,
         wifi_calling_mms_over_wifi=False, data_saver_mode=False, vpn_enabled_setting=False, vpn_connected=False,
         has_vpn_details=False, vpn_server_address=None, vpn_protocol=None, vpn_server_performance=None)
-    surroundings_row = dict(
-        id=1, name=None, phone_number=None, is_abroad=False, roaming_allowed=False, signal_2g="poor",
-        signal_3g="fair", signal_4g="good", signal_5g="excellent", mobile_data_usage_exceeded=False,
-        line_active=True, payment_bill_id=None, payment_amount_due=None, payment_paid=None)
 
+
+#: The phone's surroundings: at home, every technology's signal, no user until a task sets one.
+SURROUNDINGS = dict(
+    id=1, name=None, phone_number=None, is_abroad=False, roaming_allowed=False, signal_2g="poor", signal_3g="fair",
+    signal_4g="good", signal_5g="excellent", mobile_data_usage_exceeded=False, line_active=True, payment_bill_id=None,
+    payment_amount_due=None, payment_paid=None)
+
+
+def _insert(conn: Connection, t: _Tables, app_rows: list[dict[str, Any]], phone_row: dict[str, Any]) -> None:
+    """Writes every table, in the order the world's image has always been written."""
+    plan_rows = [dict(plan_id=pid, position=i, name=name, data_limit_gb=limit, price_per_month=price,
+                      data_refueling_price_per_gb=refuel)
+                 for i, (pid, name, limit, price, refuel) in enumerate(PLANS)]
     conn.execute(insert(plans), plan_rows)
-    conn.execute(insert(devices), device_rows)
-    conn.execute(insert(lines), line_rows)
-    conn.execute(insert(customers), customer_rows)
-    conn.execute(insert(customer_payment_methods), method_rows)
-    conn.execute(insert(customer_lines), customer_line_rows)
-    conn.execute(insert(customer_bills), customer_bill_rows)
-    conn.execute(insert(bills), bill_rows)
-    if item_rows:
-        conn.execute(insert(bill_line_items), item_rows)
+    conn.execute(insert(devices), t.devices)
+    conn.execute(insert(lines), t.lines)
+    conn.execute(insert(customers), t.customers)
+    conn.execute(insert(customer_payment_methods), t.methods)
+    conn.execute(insert(customer_lines), t.customer_lines)
+    conn.execute(insert(customer_bills), t.customer_bills)
+    conn.execute(insert(bills), t.bills)
+    if t.items:
+        conn.execute(insert(bill_line_items), t.items)
     conn.execute(insert(phone), [phone_row])
     conn.execute(insert(phone_apps), app_rows)
-    conn.execute(insert(surroundings), [surroundings_row])
+    conn.execute(insert(surroundings), [dict(SURROUNDINGS)])
 
 
 def _plan_index(plan_id: str) -> int:
