@@ -43,8 +43,8 @@ doing nothing 0.0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -193,6 +193,40 @@ def _s(tool_name: str, /, **arguments: Any) -> Action:
     return _a(tool_name, "setup", **arguments)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What one task is about, as drawn: the customer and their phone line, the family and its faults (slot ->
+    variant, in :data:`SLOTS` order), the trap's slot, the persona, and what the faults need (the country abroad,
+    the data top-up, the unpaid bill's id)."""
+
+    customer_id: str
+    name: str
+    line: dict[str, Any]
+    family_name: str
+    faults: dict[str, str]
+    trap_slot: str | None
+    persona_name: str
+    country: str | None
+    refuel_gb: float | None
+    bill_id: str | None
+
+    @property
+    def line_id(self) -> str:
+        return self.line["line_id"]
+
+    @property
+    def number(self) -> str:
+        return self.line["phone_number"]
+
+    @property
+    def family(self) -> Family:
+        return FAMILIES[self.family_name]
+
+    @property
+    def faults_text(self) -> str:
+        return "|".join(f"{s}:{v}" for s, v in self.faults.items())
+
+
 class _Maker(TaskMaker):
     """Builds one task for a customer from a seeded generator."""
 
@@ -223,36 +257,42 @@ class _Maker(TaskMaker):
         return {s: faults[s] for s in SLOTS if s in faults}, trap_slot
 
     def fresh_bill_id(self) -> str:
+        """A bill id the world does not have yet (for the bill a suspension leaves unpaid)."""
         while True:
             bill_id = f"B{int(self.rng.integers(1_000_000, 10_000_000))}"
             if bill_id not in self.snap.bill_ids:
                 return bill_id
 
-    def make(self, customer: dict, level: int, task_id: str) -> Task | None:
-        rng = self.rng
-        cid = customer["customer_id"]
+    def choose_line(self, customer: dict) -> dict[str, Any] | None:
+        """One of an active customer's active phone lines, or None where they have none."""
         if customer["status"] != "Active":
             return None
-        candidates = [ln for ln in self.snap.lines.get(cid, [])
+        candidates = [ln for ln in self.snap.lines.get(customer["customer_id"], [])
                       if ln["status"] == "Active" and ln["device_type"] == "phone"]
-        if not candidates:
+        return self.pick(candidates) if candidates else None
+
+    def choose_persona(self) -> str:
+        """A persona's name, drawn by :data:`PERSONA_WEIGHTS`."""
+        cumulative = np.cumsum(PERSONA_WEIGHTS) / sum(PERSONA_WEIGHTS)
+        return PERSONA_NAMES[min(int(np.searchsorted(cumulative, self.rng.random(), side="right")),
+                                 len(PERSONA_NAMES) - 1)]
+
+    def choose(self, customer: dict, level: int) -> Choice | None:
+        """What the task is about (the draws in their fixed order), or None where this customer cannot have it."""
+        cid = customer["customer_id"]
+        line = self.choose_line(customer)
+        if line is None:
             return None
-        line = self.pick(candidates)
-        lid, number, name = line["line_id"], line["phone_number"], customer["name"]
         family_name = self.pick(FAMILY_NAMES)
-        family = FAMILIES[family_name]
         billable = not {"Overdue", "Awaiting Payment"} & self.snap.bill_statuses.get(cid, set())
-        chosen = self.choose_faults(family, level)
+        chosen = self.choose_faults(FAMILIES[family_name], level)
         if chosen is None:
             return None
         faults, trap_slot = chosen
         if "suspension" in faults and not billable:  # the setup helper and the payment request need a clean slate
             return None
-        cumulative = np.cumsum(PERSONA_WEIGHTS) / sum(PERSONA_WEIGHTS)
-        persona_name = PERSONA_NAMES[min(int(np.searchsorted(cumulative, rng.random(), side="right")),
-                                         len(PERSONA_NAMES) - 1)]
+        persona_name = self.choose_persona()
         country = self.pick(COUNTRIES) if "roaming" in faults else None
-        plan = self.snap.plans[line["plan_id"]]
         refuel_gb = None
         if "usage" in faults:
             allowed = [a for a in REFUEL_AMOUNTS if line["data_refueling_gb"] + a <= REFUEL_CAP_GB + 1e-9]
@@ -260,163 +300,280 @@ class _Maker(TaskMaker):
                 return None
             refuel_gb = self.pick(allowed)
         bill_id = self.fresh_bill_id() if "suspension" in faults else None
+        return Choice(customer_id=cid, name=customer["name"], line=line, family_name=family_name, faults=faults,
+                      trap_slot=trap_slot, persona_name=persona_name, country=country, refuel_gb=refuel_gb,
+                      bill_id=bill_id)
 
-        setup = [_s("set_user_info", name=name, phone_number=number)]
-        # The policy's first step: the customer's record, then the line the call is about (ACTION-judged below).
-        lookups = [_a("get_customer_by_phone", phone_number=number), _a("get_details_by_id", id=lid)]
-        gold = lookups + [_u("can_send_mms") if family.goal == "mms" else _u("check_network_status")]
-        extra_assertions: list[tuple[str, dict[str, Any]]] = []
-        trap_checks: list[Action] = []
-        for slot, variant in faults.items():
-            if slot == "airplane":
-                setup.append(_s("turn_airplane_mode_on"))
-                gold.append(_u("toggle_airplane_mode"))
-            elif slot == "sim":
-                if variant == "unseated":
-                    setup.append(_s("unseat_sim_card"))
-                    gold += [_u("check_sim_status"), _u("reseat_sim_card")]
-                else:
-                    setup.append(_s("lock_sim_card", mode=variant))
-                    trap_checks.append(_u("check_sim_status"))
-            elif slot == "apn":
-                setup.append(_s("break_apn_settings" if variant == "broken" else "break_apn_mms_setting"))
-                gold += [_u("check_apn_settings"), _u("reset_apn_settings"), _u("reboot_device")]
-            elif slot == "suspension":
-                setup += [_s("suspend_line_for_overdue_bill", customer_id=cid, line_id=lid, new_bill_id=bill_id,
-                             contract_ended=variant == "contract_end"),
-                          _s("simulate_network_search")]
-                if variant == "contract_end":
-                    trap_checks.append(_a("get_details_by_id", id=lid))
-                else:
-                    gold += [_a("get_details_by_id", id=lid), _a("get_bills_for_customer", customer_id=cid),
-                             _a("send_payment_request", customer_id=cid, bill_id=bill_id),
-                             _u("check_payment_request"), _u("make_payment"), _a("get_details_by_id", id=bill_id),
-                             _a("resume_line", customer_id=cid, line_id=lid), _u("reboot_device")]
-                    extra_assertions += [("assert_no_overdue_bill", {"overdue_bill_id": bill_id}),
-                                         ("assert_line_status", {"customer_id": cid, "line_id": lid,
-                                                                 "expected_status": "Active"})]
-            elif slot == "roaming":
-                setup.append(_s("set_user_location", abroad=True))
-                if variant == "phone_off":
-                    setup += [_s("turn_roaming_off"), _s("enable_roaming", customer_id=cid, line_id=lid)]
-                    gold += [_a("get_details_by_id", id=lid), _u("toggle_roaming")]
-                else:
-                    setup += [_s("turn_roaming_on" if variant == "line_off" else "turn_roaming_off"),
-                              _s("disable_roaming", customer_id=cid, line_id=lid), _s("simulate_network_search")]
-                    gold += [_a("get_details_by_id", id=lid), _a("enable_roaming", customer_id=cid, line_id=lid)]
-                    if variant == "both_off":
-                        gold.append(_u("toggle_roaming"))
-            elif slot == "data_off":
-                setup.append(_s("turn_data_off"))
-                gold.append(_u("toggle_data"))
-            elif slot == "saver":
-                setup.append(_s("turn_data_saver_mode_on"))
-                gold += [_u("check_data_restriction_status"), _u("toggle_data_saver_mode")]
-            elif slot == "pref":
-                setup.append(_s("set_network_mode_preference", mode=variant))
-                gold += [_u("check_network_mode_preference"),
-                         _u("set_network_mode_preference", mode="4g_5g_preferred")]
-            elif slot == "vpn":
-                setup.append(_s("break_vpn"))
-                gold += [_u("check_vpn_status"), _u("disconnect_vpn")]
-            elif slot == "wifi_calling":
-                setup.append(_s("set_wifi_calling", enabled=True, mms_over_wifi=True))
-                gold += [_u("check_wifi_calling_status"), _u("toggle_wifi_calling")]
-            elif slot == "permission":
-                wanted = ("sms", "storage") if variant == "both" else (variant,)
-                setup += [_s("remove_app_permission", app_name="messaging", permission=p) for p in wanted]
-                gold.append(_u("check_app_permissions", app_name="messaging"))
-                gold += [_u("grant_app_permission", app_name="messaging", permission=p) for p in wanted]
-            elif slot == "usage":
-                assert refuel_gb is not None
-                # Just over the allowance, by less than the refuel: the customer's refuel brings data back.
-                over = round(float(rng.uniform(0.1, refuel_gb - 0.1)), 1)
-                used = round(plan["limit"] + line["data_refueling_gb"] + over, 1)
-                setup.append(_s("set_data_usage", customer_id=cid, line_id=lid, data_used_gb=used))
-                gold += [_a("get_data_usage", customer_id=cid, line_id=lid),
-                         _a("refuel_data", customer_id=cid, line_id=lid, gb_amount=refuel_gb)]
-                extra_assertions.append(("assert_data_refueling_amount", {
-                    "customer_id": cid, "line_id": lid, "expected_amount": line["data_refueling_gb"] + refuel_gb}))
-
-        transfer = None
-        reason: list[str] = []  # what the agent must tell of a trap: the fact that makes it one
-        if trap_slot is not None:
-            why = ("the SIM card is locked with a PIN/PUK code" if trap_slot == "sim"
-                   else "the line is suspended and its contract has ended")
-            transfer = _a("transfer_to_human_agents", summary=f"Customer {cid}, line {lid}: {why}.")
-            transfer.compare_args = []  # any summary will do
-            gold += trap_checks + [transfer]
-            reason = [faults["sim"]] if trap_slot == "sim" else [str(end_of_last_month())]
-            assertions = [("assert_service_status", {"expected_status": "no_service"})]
-            if trap_slot == "suspension":
-                assertions.append(("assert_line_status", {"customer_id": cid, "line_id": lid,
-                                                          "expected_status": "Suspended"}))
-        else:
-            gold.append({"service": _u("check_status_bar"), "data": _u("run_speed_test"),
-                         "mms": _u("can_send_mms")}[family.goal])
-            assertions = GOAL_ASSERTIONS[family.goal] + extra_assertions
-        gold = _without_repeated_reads(gold)
-
-        # The customer: what they say, who they are, how they behave.
-        # The symptom only: where the customer is and how much data they want are told when the agent asks, so an
-        # opening never names the account fix (roaming abroad, a top-up) for a script to make without a diagnosis.
-        symptom = self.pick(family.symptoms)
-        where = f" I'm in {country} at the moment." if country else ""
-        refuel = f" I'd like to add {_gb(refuel_gb)} GB of data." if refuel_gb is not None else ""
-        says = (f"{OPENERS[persona_name]}{symptom} My phone number is {number}. If it can't be fixed here, tell me "
-                f"exactly why, with any date that matters.")
-        turns = sum(a.requestor == "user" for a in gold) + 2 + any(
-            a.requestor == "assistant" and a.name in WRITES for a in gold)
-        spec = PERSONAS[persona_name]
-        persona = Persona(**{**spec, "patience": max(spec["patience"], turns + 2)})
-        location = f"You are travelling abroad, in {country}." if country else "You are at home."
-        wishes = []
-        if refuel_gb is not None:
-            wishes.append(f"If the agent offers more data, you want {_gb(refuel_gb)} GB and accept its price.")
-        if "suspension" in faults:
-            wishes.append("If the agent sends you a payment request, check it on your phone and pay it.")
-        instructions = (
-            f"You are {name}, a customer of the phone carrier, calling about your phone. In your own words: "
-            f"\"{symptom}\" {location} {' '.join(wishes)} Do things on your phone only when the agent asks you to, "
-            "and tell the agent what you see. Do not guess at fixes yourself. If the agent says it must transfer you "
-            "to a human agent, accept that. When your problem is solved, thank the agent and end the call.")
-        faults_text = "|".join(f"{s}:{v}" for s, v in faults.items())
-        intent = {"category": family_name, "says": says, "faults": faults_text}
-        # What a plan for an account fix names, so the scenario user can tell a stated plan from a bare "shall I?".
-        terms = _plan_terms(faults)
-        if terms:
-            intent["plan_terms"] = terms
-        if refuel_gb is not None:
-            intent["refuel_gb"] = refuel_gb
-        # The agent's own account reads before its fixes (usage before a top-up, bills before a payment request) are
-        # judged too: a fix made without them is a guess.
-        diagnosis = [a for a in gold if a.requestor == "assistant" and a.name in DIAGNOSTIC_READS]
-        evaluation = EvaluationSpec(
-            # A trap is judged on the hand-off, the reason told and the service still down, not on which phone
-            # faults got fixed first.
-            reward_basis=["ENV_ASSERTION", "ACTION", "COMMUNICATE"] if trap_slot else ["DB", "ENV_ASSERTION", "ACTION"],
-            actions=([transfer] if transfer is not None else []) + lookups + diagnosis, communicate_info=reason,
-            env_assertions=[EnvAssertion(name=n, arguments=a) for n, a in assertions])
+    def make(self, customer: dict, level: int, task_id: str) -> Task | None:
+        """The task ``task_id`` for ``customer`` at ``level``, or None where this customer cannot have one."""
+        choice = self.choose(customer, level)
+        if choice is None:
+            return None
+        script = _script(choice, self.snap.plans[choice.line["plan_id"]], self.rng)
+        ending = _ending(choice, script)
+        symptom = self.pick(choice.family.symptoms)  # drawn after the faults' own draws
+        says = (f"{OPENERS[choice.persona_name]}{symptom} My phone number is {choice.number}. If it can't be fixed "
+                f"here, tell me exactly why, with any date that matters.")
+        trap_slot = choice.trap_slot
         return Task(
-            id=task_id, domain="telecom", split=self.split, category=family_name, difficulty=level,  # type: ignore[arg-type]
-            description=f"{family_name}: {faults_text}" + (f" (trap: {trap_slot})" if trap_slot else ""),
+            id=task_id, domain="telecom", split=self.split, category=choice.family_name, difficulty=level,  # type: ignore[arg-type]
+            description=f"{choice.family_name}: {choice.faults_text}" + (f" (trap: {trap_slot})" if trap_slot else ""),
             world=self.world,
-            user_scenario=UserScenario(
-                instructions=" ".join(instructions.split()),
-                reason_for_call=symptom + where + refuel,
-                known_info=f"You are {name}, and your phone number is {number}. {location}",
-                unknown_info="You do not know what is causing the problem.",
-                persona=persona,
-                facts={"name": name, "phone_number": number, "customer_id": cid, "line_id": lid,
-                       "location": country or "home", "persona": persona_name, "family": family_name,
-                       "faults": faults_text, "trap": trap_slot},
-                intents=[intent],
-            ),
+            user_scenario=_scenario(choice, symptom, says, ending.gold),
             script=[f"Hi! {says}", "Okay, I'll do that on my phone.", "Yes, please go ahead.", "Thank you."],
-            initial_actions=setup,
-            gold_actions=gold,
-            evaluation=evaluation,
+            initial_actions=script.setup,
+            gold_actions=ending.gold,
+            evaluation=_evaluation(choice, script, ending),
         )
+
+
+@dataclass
+class Fix:
+    """What one fault adds to a task: the setup that injects it, the gold actions that fix it, the checks a trap's
+    gold makes before its hand-off, and env assertions beyond the family's goal."""
+
+    setup: list[Action]
+    gold: list[Action] = field(default_factory=list)
+    trap_checks: list[Action] = field(default_factory=list)
+    assertions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class Script:
+    """A task's actions before its ending: the policy's first look-ups, the setup, the gold so far (look-ups, a
+    first phone check, every fault's fix), and what the faults add for a trap's gold and the env assertions."""
+
+    lookups: list[Action]
+    setup: list[Action]
+    gold: list[Action]
+    trap_checks: list[Action] = field(default_factory=list)
+    assertions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def _script(c: Choice, plan: dict[str, float], rng: np.random.Generator) -> Script:
+    """The setup that injects ``c``'s faults and the gold that fixes them, fault by fault in :data:`SLOTS` order."""
+    # The policy's first step: the customer's record, then the line the call is about (ACTION-judged).
+    lookups = [_a("get_customer_by_phone", phone_number=c.number), _a("get_details_by_id", id=c.line_id)]
+    first_check = _u("can_send_mms") if c.family.goal == "mms" else _u("check_network_status")
+    script = Script(lookups, [_s("set_user_info", name=c.name, phone_number=c.number)], lookups + [first_check])
+    for slot, variant in c.faults.items():
+        fix = FIXES[slot](c, variant, plan, rng)
+        script.setup += fix.setup
+        script.gold += fix.gold
+        script.trap_checks += fix.trap_checks
+        script.assertions += fix.assertions
+    return script
+
+
+def _airplane(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """Airplane mode on; the user switches it off."""
+    return Fix([_s("turn_airplane_mode_on")], [_u("toggle_airplane_mode")])
+
+
+def _sim(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """The SIM unseated (the user reseats it), or locked with a PIN or PUK (a trap: the user only checks it)."""
+    if variant == "unseated":
+        return Fix([_s("unseat_sim_card")], [_u("check_sim_status"), _u("reseat_sim_card")])
+    return Fix([_s("lock_sim_card", mode=variant)], trap_checks=[_u("check_sim_status")])
+
+
+def _apn(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """The APN broken or without its MMSC URL; the user resets it and reboots."""
+    return Fix([_s("break_apn_settings" if variant == "broken" else "break_apn_mms_setting")],
+               [_u("check_apn_settings"), _u("reset_apn_settings"), _u("reboot_device")])
+
+
+def _suspension(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """The line suspended for an unpaid bill (the agent requests the payment, the user pays, the agent resumes the
+    line), or after its contract ended (a trap: the agent only looks)."""
+    cid, lid, bill_id = c.customer_id, c.line_id, c.bill_id
+    setup = [_s("suspend_line_for_overdue_bill", customer_id=cid, line_id=lid, new_bill_id=bill_id,
+                contract_ended=variant == "contract_end"),
+             _s("simulate_network_search")]
+    if variant == "contract_end":
+        return Fix(setup, trap_checks=[_a("get_details_by_id", id=lid)])
+    gold = [_a("get_details_by_id", id=lid), _a("get_bills_for_customer", customer_id=cid),
+            _a("send_payment_request", customer_id=cid, bill_id=bill_id),
+            _u("check_payment_request"), _u("make_payment"), _a("get_details_by_id", id=bill_id),
+            _a("resume_line", customer_id=cid, line_id=lid), _u("reboot_device")]
+    return Fix(setup, gold, assertions=[
+        ("assert_no_overdue_bill", {"overdue_bill_id": bill_id}),
+        ("assert_line_status", {"customer_id": cid, "line_id": lid, "expected_status": "Active"})])
+
+
+def _roaming(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """Abroad with roaming off on the phone (the user turns it on), the line (the agent enables it) or both."""
+    cid, lid = c.customer_id, c.line_id
+    setup = [_s("set_user_location", abroad=True)]
+    if variant == "phone_off":
+        setup += [_s("turn_roaming_off"), _s("enable_roaming", customer_id=cid, line_id=lid)]
+        return Fix(setup, [_a("get_details_by_id", id=lid), _u("toggle_roaming")])
+    setup += [_s("turn_roaming_on" if variant == "line_off" else "turn_roaming_off"),
+              _s("disable_roaming", customer_id=cid, line_id=lid), _s("simulate_network_search")]
+    gold = [_a("get_details_by_id", id=lid), _a("enable_roaming", customer_id=cid, line_id=lid)]
+    if variant == "both_off":
+        gold.append(_u("toggle_roaming"))
+    return Fix(setup, gold)
+
+
+def _data_off(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """Mobile data off; the user turns it on."""
+    return Fix([_s("turn_data_off")], [_u("toggle_data")])
+
+
+def _saver(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """Data Saver on; the user turns it off."""
+    return Fix([_s("turn_data_saver_mode_on")], [_u("check_data_restriction_status"), _u("toggle_data_saver_mode")])
+
+
+def _pref(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """The network mode set to 2G or 3G only; the user sets 4G/5G preferred."""
+    return Fix([_s("set_network_mode_preference", mode=variant)],
+               [_u("check_network_mode_preference"), _u("set_network_mode_preference", mode="4g_5g_preferred")])
+
+
+def _vpn(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """A poor VPN connected; the user disconnects it."""
+    return Fix([_s("break_vpn")], [_u("check_vpn_status"), _u("disconnect_vpn")])
+
+
+def _wifi_calling(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """Wi-Fi Calling on with MMS over Wi-Fi; the user turns Wi-Fi Calling off."""
+    return Fix([_s("set_wifi_calling", enabled=True, mms_over_wifi=True)],
+               [_u("check_wifi_calling_status"), _u("toggle_wifi_calling")])
+
+
+def _permission(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """The messaging app without its SMS or storage permission, or both; the user grants them."""
+    wanted = ("sms", "storage") if variant == "both" else (variant,)
+    return Fix([_s("remove_app_permission", app_name="messaging", permission=p) for p in wanted],
+               [_u("check_app_permissions", app_name="messaging")]
+               + [_u("grant_app_permission", app_name="messaging", permission=p) for p in wanted])
+
+
+def _usage(c: Choice, variant: str, plan: dict[str, float], rng: np.random.Generator) -> Fix:
+    """The line's data used up; the agent checks the usage and refuels the amount the customer asks for."""
+    cid, lid, refuel_gb, line = c.customer_id, c.line_id, c.refuel_gb, c.line
+    assert refuel_gb is not None
+    # Just over the allowance, by less than the refuel: the customer's refuel brings data back.
+    over = round(float(rng.uniform(0.1, refuel_gb - 0.1)), 1)
+    used = round(plan["limit"] + line["data_refueling_gb"] + over, 1)
+    return Fix([_s("set_data_usage", customer_id=cid, line_id=lid, data_used_gb=used)],
+               [_a("get_data_usage", customer_id=cid, line_id=lid),
+                _a("refuel_data", customer_id=cid, line_id=lid, gb_amount=refuel_gb)],
+               assertions=[("assert_data_refueling_amount", {
+                   "customer_id": cid, "line_id": lid, "expected_amount": line["data_refueling_gb"] + refuel_gb})])
+
+
+#: Per fault slot, what its fault adds to a task (every slot of :data:`SLOTS`).
+FIXES: dict[str, Callable[[Choice, str, dict[str, float], np.random.Generator], Fix]] = {
+    "airplane": _airplane, "sim": _sim, "apn": _apn, "suspension": _suspension, "roaming": _roaming,
+    "data_off": _data_off, "saver": _saver, "pref": _pref, "vpn": _vpn, "wifi_calling": _wifi_calling,
+    "permission": _permission, "usage": _usage,
+}
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a task ends: the whole gold (repeated reads left out), the hand-off of a trap (or None), what the agent
+    must tell of a trap, and the env assertions on the final world."""
+
+    gold: list[Action]
+    transfer: Action | None
+    reason: list[str]
+    assertions: list[tuple[str, dict[str, Any]]]
+
+
+def _ending(c: Choice, script: Script) -> Ending:
+    """A trap's ending (the checks, the hand-off, the service still down) or a fixed phone's (the last check)."""
+    cid, lid, trap_slot = c.customer_id, c.line_id, c.trap_slot
+    if trap_slot is None:
+        last_check = {"service": _u("check_status_bar"), "data": _u("run_speed_test"),
+                      "mms": _u("can_send_mms")}[c.family.goal]
+        return Ending(_without_repeated_reads(script.gold + [last_check]), None, [],
+                      GOAL_ASSERTIONS[c.family.goal] + script.assertions)
+    why = ("the SIM card is locked with a PIN/PUK code" if trap_slot == "sim"
+           else "the line is suspended and its contract has ended")
+    transfer = _a("transfer_to_human_agents", summary=f"Customer {cid}, line {lid}: {why}.")
+    transfer.compare_args = []  # any summary will do
+    # What the agent must tell of a trap: the fact that makes it one.
+    reason = [c.faults["sim"]] if trap_slot == "sim" else [str(end_of_last_month())]
+    assertions: list[tuple[str, dict[str, Any]]] = [("assert_service_status", {"expected_status": "no_service"})]
+    if trap_slot == "suspension":
+        assertions.append(("assert_line_status", {"customer_id": cid, "line_id": lid,
+                                                  "expected_status": "Suspended"}))
+    return Ending(_without_repeated_reads(script.gold + script.trap_checks + [transfer]), transfer, reason,
+                  assertions)
+
+
+def _location(c: Choice) -> str:
+    """Where the customer is, in the user's words."""
+    return f"You are travelling abroad, in {c.country}." if c.country else "You are at home."
+
+
+def _scenario(c: Choice, symptom: str, says: str, gold: list[Action]) -> UserScenario:
+    """The customer: what they say, who they are, how they behave.
+
+    The opening names the symptom only: where the customer is and how much data they want are told when the agent
+    asks, so an opening never names the account fix (roaming abroad, a top-up) for a script to make without a
+    diagnosis."""
+    where = f" I'm in {c.country} at the moment." if c.country else ""
+    refuel = f" I'd like to add {_gb(c.refuel_gb)} GB of data." if c.refuel_gb is not None else ""
+    turns = sum(a.requestor == "user" for a in gold) + 2 + any(
+        a.requestor == "assistant" and a.name in WRITES for a in gold)
+    spec = PERSONAS[c.persona_name]
+    return UserScenario(
+        instructions=" ".join(_instructions(c, symptom).split()),
+        reason_for_call=symptom + where + refuel,
+        known_info=f"You are {c.name}, and your phone number is {c.number}. {_location(c)}",
+        unknown_info="You do not know what is causing the problem.",
+        persona=Persona(**{**spec, "patience": max(spec["patience"], turns + 2)}),
+        facts={"name": c.name, "phone_number": c.number, "customer_id": c.customer_id, "line_id": c.line_id,
+               "location": c.country or "home", "persona": c.persona_name, "family": c.family_name,
+               "faults": c.faults_text, "trap": c.trap_slot},
+        intents=[_intent(c, says)],
+    )
+
+
+def _instructions(c: Choice, symptom: str) -> str:
+    """The user simulator's instructions: who the customer is, where, what they want, and how to behave."""
+    wishes = []
+    if c.refuel_gb is not None:
+        wishes.append(f"If the agent offers more data, you want {_gb(c.refuel_gb)} GB and accept its price.")
+    if "suspension" in c.faults:
+        wishes.append("If the agent sends you a payment request, check it on your phone and pay it.")
+    return (
+        f"You are {c.name}, a customer of the phone carrier, calling about your phone. In your own words: "
+        f"\"{symptom}\" {_location(c)} {' '.join(wishes)} Do things on your phone only when the agent asks you to, "
+        "and tell the agent what you see. Do not guess at fixes yourself. If the agent says it must transfer you "
+        "to a human agent, accept that. When your problem is solved, thank the agent and end the call.")
+
+
+def _intent(c: Choice, says: str) -> dict[str, Any]:
+    """The scenario user's intent: the family, the opening, the faults, and what a plan for an account fix names."""
+    intent: dict[str, Any] = {"category": c.family_name, "says": says, "faults": c.faults_text}
+    # What a plan for an account fix names, so the scenario user can tell a stated plan from a bare "shall I?".
+    terms = _plan_terms(c.faults)
+    if terms:
+        intent["plan_terms"] = terms
+    if c.refuel_gb is not None:
+        intent["refuel_gb"] = c.refuel_gb
+    return intent
+
+
+def _evaluation(c: Choice, script: Script, ending: Ending) -> EvaluationSpec:
+    """How the task is judged: the whole world (but for a trap), the env assertions, the first look-ups, the
+    diagnosing reads before an account fix and a trap's hand-off; a trap also on the reason told."""
+    # The agent's own account reads before its fixes (usage before a top-up, bills before a payment request) are
+    # judged too: a fix made without them is a guess.
+    diagnosis = [a for a in ending.gold if a.requestor == "assistant" and a.name in DIAGNOSTIC_READS]
+    return EvaluationSpec(
+        # A trap is judged on the hand-off, the reason told and the service still down, not on which phone faults
+        # got fixed first.
+        reward_basis=["ENV_ASSERTION", "ACTION", "COMMUNICATE"] if c.trap_slot else ["DB", "ENV_ASSERTION", "ACTION"],
+        actions=([ending.transfer] if ending.transfer is not None else []) + script.lookups + diagnosis,
+        communicate_info=ending.reason,
+        env_assertions=[EnvAssertion(name=n, arguments=a) for n, a in ending.assertions])
 
 
 #: The agent's account reads that diagnose before an account fix.
