@@ -1,16 +1,15 @@
-"""The reference side of the conformance tests: tau2's own retail and airline environments, run in-process.
+"""The reference side of the conformance tests: tau2's own environments, run in-process, and how to compare.
 
-Only imported by ``test_retail_conformance.py`` and ``test_airline_conformance.py`` after
+Only imported by the ``test_*_conformance.py`` suites (and ``conformance_kit.py``) after
 ``pytest.importorskip("tau2")``. Nothing here stores expected results: every answer comes from the installed
-tau2 at run time. Besides the reference environments it holds the domain-neutral comparison helpers and the
-small option-picking helpers of the differential fuzzers.
+tau2 at run time. Besides the reference environments it holds the domain-neutral comparison helpers; the
+suites' scaffolding around them (fixtures, replays, fuzz helpers) lives in ``conformance_kit.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from typing import Any, Callable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -19,7 +18,6 @@ from loguru import logger  # noqa: E402  (tau2 logs every tool response through 
 
 logger.remove()
 
-from hypothesis import strategies as st  # noqa: E402
 from tau2.data_model.message import ToolCall  # noqa: E402
 from tau2.domains.airline import data_model as airline_model  # noqa: E402
 from tau2.domains.airline.environment import get_environment as get_airline_environment  # noqa: E402
@@ -29,9 +27,9 @@ from tau2.domains.retail.data_model import Order, Product, RetailDB, User  # noq
 from tau2.domains.retail.environment import get_environment, get_tasks  # noqa: E402
 from tau2.domains.retail.utils import RETAIL_DB_PATH  # noqa: E402
 
-__all__ = ["AIRLINE_DB_PATH", "RETAIL_DB_PATH", "Bad", "Tau2Airline", "Tau2Reference", "Tau2Retail",
+__all__ = ["AIRLINE_DB_PATH", "RETAIL_DB_PATH", "Tau2Airline", "Tau2Reference", "Tau2Retail",
            "compare_call", "content_equal", "db_equal", "get_airline_environment", "get_airline_tasks",
-           "get_environment", "get_tasks", "normalise", "pick", "record_diffs", "sample", "tau2_call"]
+           "get_environment", "get_tasks", "normalise", "record_diffs", "tau2_call"]
 
 _RECORD_MODELS = {"orders": Order, "users": User, "products": Product}
 _AIRLINE_RECORD_MODELS = {"flights": airline_model.Flight, "users": airline_model.User,
@@ -199,6 +197,11 @@ class Tau2Reference:
     def call(self, name: Any, arguments: dict[str, Any]) -> tuple[str, bool]:
         return tau2_call(self.env, name, arguments)
 
+    def pristine_env(self) -> Any:
+        """The environment, reset to the shipped DB: the state of a new one (for airline ≈40 ms, not ≈430 ms)."""
+        self.reset()
+        return self.env
+
     def changed(self) -> dict[str, set[str]]:
         """Records (by table) that differ from the shipped DB, added ones included."""
         out: dict[str, set[str]] = {}
@@ -257,6 +260,7 @@ class Tau2Airline(Tau2Reference):
                          track_reached=True)
 
 
+
 # -- comparison helpers shared by the conformance suites ---------------------------------------------------
 def db_equal(ours_db: dict[str, Any], tau2_db: dict[str, Any]) -> bool:
     return ours_db == tau2_db or normalise(ours_db) == normalise(tau2_db)
@@ -282,33 +286,3 @@ def compare_call(name: Any, args: dict[str, Any], theirs: tuple[str, bool], resu
     if error and strict_errors and content != result.content:
         return f"{name}({args!r}): error texts differ: tau2 {content!r} / ours {result.content!r}"
     return None
-
-
-# -- option picking for the differential fuzzers -----------------------------------------------------------
-@dataclass(frozen=True)
-class Bad:
-    """An option of the wrong JSON type or value: the call is malformed (tau2 then fails with a raw Python error)."""
-
-    value: Any
-
-
-def pick(draw: Any, ctx: Any, arg: str, good: list[tuple[int, Any]], bad: list[tuple[int, Any]] = ()) -> Any:
-    """A value for ``arg``: one of ``good`` (likely to pass tau2's checks); one of ``good + bad`` when ``arg`` is
-    the argument the call perturbs (``ctx.perturb``). Options are (weight, value or function of draw);
-    :class:`Bad` marks a malformed value and clears ``ctx.typed``.
-    """
-    options = [o for o in (list(good) + list(bad) if ctx.perturb == arg else good) if o[0] > 0]
-    k = draw(st.integers(0, sum(w for w, _ in options) - 1))
-    for weight, option in options:
-        if k < weight:
-            break
-        k -= weight
-    if isinstance(option, Bad):
-        ctx.typed = False
-        option = option.value
-    return option(draw) if callable(option) else option
-
-
-def sample(pool: list[Any]) -> Callable[[Any], Any]:
-    """An option drawing one element of ``pool``."""
-    return lambda draw: draw(st.sampled_from(pool))

@@ -34,8 +34,7 @@ import copy
 import inspect
 import json
 import os
-import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -52,75 +51,35 @@ logger.remove()
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tau2.domains.airline.tools import AirlineTools  # noqa: E402
-from episodes import run_oracle  # noqa: E402
-from tau2_ref import (  # noqa: E402
-    AIRLINE_DB_PATH, Bad, Tau2Airline, compare_call, db_equal, get_airline_tasks, normalise, pick, record_diffs,
-    sample, tau2_call,
-)
+import conformance_kit as kit  # noqa: E402
+from conformance_kit import Bad, Call, pick, sample  # noqa: E402
+from tau2_ref import AIRLINE_DB_PATH, Tau2Airline, get_airline_tasks  # noqa: E402
 
-import mua_gym  # noqa: E402
-from mua_gym.env.episode import prepare_task  # noqa: E402
 from mua_gym.domains.airline.records import (  # noqa: E402
     FLIGHT, RESERVATION, USER, flight_record, reservation_record, user_record,
 )
 from mua_gym.domains.airline.records import export_db  # noqa: E402
 
-GENERIC_TOOLS = {"calculate", "transfer_to_human_agents"}
 WRITE_TOOLS = ("book_reservation", "cancel_reservation", "send_certificate", "update_reservation_baggages",
                "update_reservation_flights", "update_reservation_passengers")
 
+AIRLINE = kit.DomainSpec(
+    name="airline", env_id="mua/Airline-v0", task_count=50, reference=Tau2Airline, export_db=export_db,
+    records={"flights": (FLIGHT, flight_record, "fn"), "users": (USER, user_record, "uid"),
+             "reservations": (RESERVATION, reservation_record, "rid")},
+    # Our tables -> the tau2 record a changed row belongs to (key[0] is always that record's id); a change
+    # elsewhere (airports) makes the fuzz compare everything.
+    record_of_table={"flights": "flights", "flight_dates": "flights", "users": "users", "payment_methods": "users",
+                     "saved_passengers": "users", "user_reservations": "users", "reservations": "reservations",
+                     "reservation_flights": "reservations", "reservation_passengers": "reservations",
+                     "reservation_payments": "reservations"},
+    # Every 10th fuzzed sequence also compares the complete DBs (export_db vs model_dump, ≈0.6 s).
+    full_db_every=10,
+)
+
 
 # -- fixtures ----------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def domain():
-    return mua_gym.get_domain("airline")
-
-
-@pytest.fixture(scope="module")
-def ours(domain):
-    world = domain.new_world("tau2")
-    yield world
-    world.close()
-
-
-@pytest.fixture(scope="module")
-def ref():
-    return Tau2Airline()
-
-
-def our_record(world, table: str, key: str) -> Any:
-    query, make, param = {"flights": (FLIGHT, flight_record, "fn"), "users": (USER, user_record, "uid"),
-                          "reservations": (RESERVATION, reservation_record, "rid")}[table]
-    row = world.fetch_one(query, **{param: key})
-    return None if row is None else make(world, row)
-
-
-# Our tables -> the tau2 record a changed row belongs to (key[0] is always that record's id).
-_RECORD_OF_TABLE = {"flights": "flights", "flight_dates": "flights", "users": "users", "payment_methods": "users",
-                    "saved_passengers": "users", "user_reservations": "users", "reservations": "reservations",
-                    "reservation_flights": "reservations", "reservation_passengers": "reservations",
-                    "reservation_payments": "reservations"}
-
-
-def our_changed_records(world) -> set[tuple[str, str]] | None:
-    out = set()
-    for table, rows in world.changes().items():
-        if table not in _RECORD_OF_TABLE:
-            return None  # a table we do not know (airports): compare everything
-        out |= {(_RECORD_OF_TABLE[table], key[0]) for key in rows}
-    return out
-
-
-def compare_records(ref: Tau2Airline, ours, extra: set[tuple[str, str]]) -> tuple[list[str], dict[str, set[str]]]:
-    """Every record that changed on either side (plus ``extra``), compared; and tau2's change set (for reset)."""
-    changed = ref.changed()
-    keys = {(t, k) for t, ks in changed.items() for k in ks} | (our_changed_records(ours) or set()) | extra
-    problems = []
-    for table, key in sorted(keys):
-        a, b = our_record(ours, table, key), ref.record(table, key)
-        if a != b and normalise(a) != normalise(b):
-            problems.append(f"{table}[{key}] differs: {record_diffs({key: a}, {key: b})}")
-    return problems, changed
+domain, ours, ref = kit.fixtures(AIRLINE)
 
 
 # -- small sanity checks -----------------------------------------------------------------------------------
@@ -131,64 +90,21 @@ def test_tool_sets_match(ref, ours):
 
 
 def test_initial_db_matches(ref, ours):
-    ours.reset()
-    ref.reset()
-    mine, theirs = export_db(ours), ref.dump()
-    assert db_equal(mine, theirs), record_diffs(mine, theirs)
+    kit.assert_initial_db(AIRLINE, ref, ours)
 
 
 # -- Test A: gold replay of every tau2 task ------------------------------------------------------------------
 @pytest.mark.slow
 def test_gold_replay_matches_tau2(domain, ours, ref):
-    tau2_tasks = get_airline_tasks(None)
-    our_tasks = {t.id: t for split in ("train", "test") for t in domain.tasks(split, "tau2")}
-    assert len(tau2_tasks) == 50
-    assert len(our_tasks) == 50 and set(our_tasks) == {t.id for t in tau2_tasks}
-    mismatches: list[str] = []
-    calls = 0
-    for task in tau2_tasks:
-        gold = task.evaluation_criteria.actions or []
-        mine = our_tasks[task.id].gold_actions
-        if [(a.name, a.arguments, a.requestor) for a in gold] != [(a.name, a.arguments, a.requestor) for a in mine]:
-            mismatches.append(f"task {task.id}: our gold actions differ from tau2's")
-            continue
-        # The reference's reset gives the state of a fresh environment (≈40 ms instead of ≈430 ms per build).
-        ref.reset()
-        ours.reset()
-        for i, action in enumerate(gold):
-            calls += 1
-            theirs = tau2_call(ref.env, action.name, copy.deepcopy(action.arguments), action.requestor)
-            result = ours.call_tool(action.name, copy.deepcopy(action.arguments), action.requestor)
-            problem = compare_call(action.name, action.arguments, theirs, result, strict_errors=True)
-            if problem:
-                mismatches.append(f"task {task.id} action {i}: {problem}")
-        mine_db, theirs_db = export_db(ours), ref.dump()
-        if not db_equal(mine_db, theirs_db):
-            mismatches.append(f"task {task.id}: final DB differs: {record_diffs(mine_db, theirs_db)}")
+    # The reference's reset gives the state of a fresh environment (≈40 ms instead of ≈430 ms per build).
+    kit.assert_gold_replay(AIRLINE, domain, ours, get_airline_tasks(None), new_env=ref.pristine_env, more_than=100)
     ref.reset()
-    ours.reset()
-    assert calls == sum(len(t.evaluation_criteria.actions or []) for t in tau2_tasks) > 100
-    assert not mismatches, f"{len(mismatches)} mismatches, first ones:\n" + "\n".join(mismatches[:10])
 
 
 # -- the env-level reward of the oracle on every task ------------------------------------------------------
 @pytest.mark.slow
 def test_oracle_scores_one_on_every_tau2_task(domain):
-    tasks = [t for split in ("train", "test") for t in domain.tasks(split, "tau2")]
-    assert len(tasks) == 50
-    env = mua_gym.make("mua/Airline-v0", world="tau2")
-    try:
-        failures = []
-        for task in tasks:
-            reward, terminated, truncated, info = run_oracle(env, task)
-            # tau2's rules pay every gold replay; strictly, a task that looking up and stopping meets needs a judge
-            strict = 0.0 if prepare_task(env.unwrapped.core.domain, task).judge_only else 1.0
-            calls, parity = info["tool_calls"], info["reward_info"]["parity_reward"]
-            if (reward, terminated, truncated, calls, parity) != (strict, True, False, len(task.gold_actions), 1.0):
-                failures.append((task.id, reward, terminated, truncated, info.get("reward_info")))
-    finally:
-        env.close()
-    assert not failures, failures[:5]
+    kit.assert_oracle_scores_one(AIRLINE, domain)
 
 
 # -- Test B: differential fuzz -------------------------------------------------------------------------------
@@ -260,7 +176,6 @@ EXPRESSIONS = ["2+2", "10/3", "(883 * 3) - 30", "1/0", "", "(1", "2 2", "2**3", 
                "100 - 33.333", "((2))", "7//2", "1.005*100", "4986/3"]
 UNKNOWN_TOOLS = ["book_flight", "cancel_booking", "GET_USER_DETAILS", "", "get_reservation_details ", "think",
                  "get_order_details"]
-SHORT_TEXT = st.text(max_size=8)
 
 
 @dataclass
@@ -273,13 +188,6 @@ class Ctx:
     new_certificate: bool = False  # pay with the certificate send_certificate gives first
 
 
-@dataclass
-class Call:
-    name: str
-    args: dict[str, Any]
-    well_formed: bool
-
-
 def _reservation_of(ctx: Ctx, rid: Any) -> dict[str, Any]:
     """The shipped reservation the call names (the focus one when it names none that exists)."""
     return RESERVATIONS.get(rid if isinstance(rid, str) else "", RESERVATIONS[ctx.res])
@@ -289,13 +197,6 @@ def reservation_id_arg(draw, ctx: Ctx) -> Any:
     return pick(draw, ctx, "reservation_id", [(8, ctx.res), (2, ctx.res2), (1, NEW_RESERVATION)], [
         (3, sample(RESERVATION_IDS)), (1, ctx.res.lower()), (1, ctx.res + " "), (1, "ZZZZZZ"), (1, "HATHAU"),
         (1, Bad(123456)), (1, Bad(None)), (1, Bad([ctx.res])),
-    ])
-
-
-def user_id_arg(draw, ctx: Ctx) -> Any:
-    return pick(draw, ctx, "user_id", [(1, ctx.user)], [
-        (3, sample(USER_IDS)), (1, ctx.user.upper()), (1, "no_such_user_0000"), (1, Bad(5)), (1, Bad(None)),
-        (1, Bad([ctx.user])),
     ])
 
 
@@ -526,7 +427,7 @@ def booking_args(draw, ctx: Ctx) -> dict[str, Any]:
         (1, Bad([{"payment_id": 5, "amount": total}])),
     ])
     return {
-        "user_id": user_id_arg(draw, ctx),
+        "user_id": kit.user_id_arg(draw, ctx, USER_IDS),
         "origin": pick(draw, ctx, "origin", [(1, origin)], [(1, sample(AIRPORTS)), (1, "XXX"), (1, Bad(5))]),
         "destination": pick(draw, ctx, "destination", [(1, destination)], [(1, origin.lower()), (1, Bad(None))]),
         "flight_type": pick(draw, ctx, "flight_type", [(4, flight_type), (1, "one_way"), (1, "round_trip")],
@@ -647,9 +548,9 @@ def call_args(draw, ctx: Ctx, name: str) -> dict[str, Any]:
     if name in ("cancel_reservation", "get_reservation_details"):
         return {"reservation_id": reservation_id_arg(draw, ctx)}
     if name == "get_user_details":
-        return {"user_id": user_id_arg(draw, ctx)}
+        return {"user_id": kit.user_id_arg(draw, ctx, USER_IDS)}
     if name == "send_certificate":
-        return {"user_id": user_id_arg(draw, ctx),
+        return {"user_id": kit.user_id_arg(draw, ctx, USER_IDS),
                 "amount": pick(draw, ctx, "amount", [(1, sample([50, 100, 150, 200, 250, 500]))], [
                     (1, 0), (1, -50), (1, 100000), (1, Bad("100")), (1, Bad("abc")), (1, Bad(None)),
                 ])}
@@ -663,13 +564,7 @@ def call_args(draw, ctx: Ctx, name: str) -> dict[str, Any]:
         return search_args(draw, ctx)
     if name == "list_all_airports":
         return {}
-    if name == "calculate":
-        return {"expression": pick(draw, ctx, "expression", [(1, sample(EXPRESSIONS))], [
-            (8, sample(EXPRESSIONS)), (1, Bad(4))])}
-    if name == "transfer_to_human_agents":
-        return {"summary": pick(draw, ctx, "summary", [(1, "The customer wants a refund.")],
-                                [(1, lambda d: d(SHORT_TEXT))])}
-    raise AssertionError(name)
+    return kit.generic_args(draw, ctx, name, EXPRESSIONS)
 
 
 TOOL_WEIGHTS = [
@@ -729,51 +624,14 @@ def call_sequences(draw) -> tuple[Ctx, list[Call]]:
         if 20 <= kind <= 36:  # one argument may take a wrong value or type
             ctx.perturb = draw(st.sampled_from(PERTURB_CHOICES[name])) if ARG_NAMES[name] else None
         args = call_args(draw, ctx, name)
-        if kind == 40 and args:  # a missing argument
-            del args[draw(st.sampled_from(sorted(args)))]
-            ctx.typed = False
-        elif kind == 41:  # an unexpected argument
-            args["extra"] = "x"
-            ctx.typed = False
+        kit.misshape(draw, ctx, args, missing=kind == 40, extra=kind == 41)
         calls.append(Call(name, args, ctx.typed))
     return ctx, calls
 
 
-# Every FULL_DB_EVERY-th sequence also compares the complete DBs (export_db vs model_dump, ≈0.6 s). The
-# others compare every record that changed on either side (tau2: all records against a pristine copy;
-# ours: the world's change set) plus the records the sequence names, which is the same verdict as long as
-# our change tracking is right (which the full comparisons and test_gold_replay_matches_tau2 check).
-FULL_DB_EVERY = 10
-
-
-def check_sequence(ref: Tau2Airline, ours, ctx: Ctx, calls: list[Call], stats: Counter) -> list[str]:
-    problems = []
-    changed = None
-    try:
-        for call in calls:
-            theirs = ref.call(call.name, copy.deepcopy(call.args))
-            result = ours.call_tool(call.name, copy.deepcopy(call.args))
-            stats["calls"] += 1
-            stats[(call.name, "error" if theirs[1] else "ok")] += 1
-            strict = call.well_formed and call.name not in GENERIC_TOOLS
-            problem = compare_call(call.name, call.args, theirs, result, strict_errors=strict)
-            if problem:
-                problems.append(problem)
-        stats["sequences"] += 1
-        if our_changed_records(ours) is None or stats["sequences"] % FULL_DB_EVERY == 0:
-            stats["full_db_checks"] += 1
-            changed = ref.changed()
-            ours_db, tau2_db = export_db(ours), ref.dump()
-            if not db_equal(ours_db, tau2_db):
-                problems.append(f"DB differs: {record_diffs(ours_db, tau2_db)}")
-        else:
-            named = {("reservations", ctx.res), ("reservations", ctx.res2), ("users", ctx.user)}
-            found, changed = compare_records(ref, ours, named)
-            problems += found
-    finally:
-        ref.reset(changed)
-        ours.reset()
-    return problems
+def check_sequence(ref: Tau2Airline, ours, ctx: Ctx, calls: list[Call], stats) -> list[str]:
+    named = {("reservations", ctx.res), ("reservations", ctx.res2), ("users", ctx.user)}
+    return kit.check_sequence(AIRLINE, ref, ours, calls, named, stats)
 
 
 # -- targeted edge cases -------------------------------------------------------------------------------------
@@ -915,31 +773,13 @@ EDGE_CASES = [
 
 @pytest.mark.parametrize("calls", EDGE_CASES)
 def test_edge_cases_match_tau2(ref, ours, calls):
-    ref.reset()
-    ours.reset()
-    problems = []
-    changed = None
-    try:
-        for name, args in calls:
-            theirs = ref.call(name, copy.deepcopy(args))
-            result = ours.call_tool(name, copy.deepcopy(args))
-            problem = compare_call(name, args, theirs, result, strict_errors=name not in GENERIC_TOOLS)
-            if problem:
-                problems.append(problem)
-        found, changed = compare_records(ref, ours, set())
-        problems += found
-    finally:
-        ref.reset(changed)
-        ours.reset()
+    problems = kit.edge_case_problems(AIRLINE, ref, ours, calls)
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.slow
 def test_differential_fuzz(ref, ours):
-    stats: Counter = Counter()
-    ref.reset()
-    ours.reset()
-    started = time.perf_counter()
+    stats, started = kit.fuzz_start(ref, ours)
 
     @settings(max_examples=500, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -953,11 +793,4 @@ def test_differential_fuzz(ref, ours):
             + [f"  {c.name}({json.dumps(c.args)})" for c in calls] + ["mismatches:"] + problems)
 
     run()
-    elapsed = time.perf_counter() - started
-    per_tool = {n: (stats[(n, "ok")], stats[(n, "error")]) for n, _ in TOOL_WEIGHTS}
-    print(f"\nfuzz: {stats['sequences']} sequences, {stats['calls']} calls, {stats['full_db_checks']} full DB "
-          f"checks, {elapsed:.1f} s; per tool (tau2 ok, error): {per_tool}")
-    assert stats["sequences"] >= 500
-    # The generator must keep reaching both outcomes of every write tool.
-    for name in WRITE_TOOLS:
-        assert stats[(name, "ok")] > 0 and stats[(name, "error")] > 0, (name, per_tool[name])
+    kit.fuzz_summary(stats, started, [n for n, _ in TOOL_WEIGHTS], WRITE_TOOLS)

@@ -16,12 +16,9 @@ Known, intended difference: tau2 26.3 has no ``get_item_details`` (ours has it; 
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import os
-import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -38,39 +35,32 @@ logger.remove()
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tau2.domains.retail.tools import RetailTools  # noqa: E402
-from episodes import run_oracle  # noqa: E402
-from tau2_ref import (  # noqa: E402
-    RETAIL_DB_PATH, Bad, Tau2Retail, compare_call, db_equal, get_environment, get_tasks, normalise, pick,
-    record_diffs, sample, tau2_call,
-)
+import conformance_kit as kit  # noqa: E402
+from conformance_kit import SHORT_TEXT, Bad, Call, pick, sample  # noqa: E402
+from tau2_ref import RETAIL_DB_PATH, Tau2Retail, get_environment, get_tasks  # noqa: E402
 
-import mua_gym  # noqa: E402
-from mua_gym.env.episode import prepare_task  # noqa: E402
 from mua_gym.domains.retail.records import ORDER, PRODUCT, USER, order_record, product_record, user_record  # noqa: E402
 from mua_gym.domains.retail.records import export_db  # noqa: E402
 
-GENERIC_TOOLS = {"calculate", "transfer_to_human_agents"}
 WRITE_TOOLS = ("cancel_pending_order", "exchange_delivered_order_items", "modify_pending_order_address",
                "modify_pending_order_items", "modify_pending_order_payment", "modify_user_address",
                "return_delivered_order_items")
 
+RETAIL = kit.DomainSpec(
+    name="retail", env_id="mua/Retail-v0", task_count=114, reference=Tau2Retail, export_db=export_db,
+    records={"orders": (ORDER, order_record, "oid"), "users": (USER, user_record, "uid"),
+             "products": (PRODUCT, product_record, "pid")},
+    # Our tables -> the tau2 record a changed row belongs to (key[0] is the record's id, but for variants).
+    record_of_table={"users": "users", "payment_methods": "users", "user_orders": "users", "orders": "orders",
+                     "order_items": "orders", "fulfillments": "orders", "payments": "orders",
+                     "products": "products", "variants": lambda key: ("products", PRODUCT_OF.get(key[0], ""))},
+    # Every 5th fuzzed sequence also compares the complete DBs (export_db vs model_dump, ≈0.3 s).
+    full_db_every=5,
+)
+
 
 # -- fixtures ----------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def domain():
-    return mua_gym.get_domain("retail")
-
-
-@pytest.fixture(scope="module")
-def ours(domain):
-    world = domain.new_world("tau2")
-    yield world
-    world.close()
-
-
-@pytest.fixture(scope="module")
-def ref():
-    return Tau2Retail()
+domain, ours, ref = kit.fixtures(RETAIL)
 
 
 # -- small sanity checks -----------------------------------------------------------------------------------
@@ -81,62 +71,19 @@ def test_tool_sets_match(ref, ours):
 
 
 def test_initial_db_matches(ref, ours):
-    ours.reset()
-    ref.reset()
-    mine, theirs = export_db(ours), ref.dump()
-    assert db_equal(mine, theirs), record_diffs(mine, theirs)
+    kit.assert_initial_db(RETAIL, ref, ours)
 
 
 # -- Test A: gold replay of every tau2 task ------------------------------------------------------------------
 @pytest.mark.slow
 def test_gold_replay_matches_tau2(domain, ours):
-    tau2_tasks = get_tasks(None)
-    our_tasks = {t.id: t for split in ("train", "test") for t in domain.tasks(split, "tau2")}
-    assert len(tau2_tasks) == 114
-    assert len(our_tasks) == 114 and set(our_tasks) == {t.id for t in tau2_tasks}
-    mismatches: list[str] = []
-    calls = 0
-    for task in tau2_tasks:
-        gold = task.evaluation_criteria.actions or []
-        mine = our_tasks[task.id].gold_actions
-        if [(a.name, a.arguments, a.requestor) for a in gold] != [(a.name, a.arguments, a.requestor) for a in mine]:
-            mismatches.append(f"task {task.id}: our gold actions differ from tau2's")
-            continue
-        env = get_environment()
-        ours.reset()
-        for i, action in enumerate(gold):
-            calls += 1
-            theirs = tau2_call(env, action.name, copy.deepcopy(action.arguments), action.requestor)
-            result = ours.call_tool(action.name, copy.deepcopy(action.arguments), action.requestor)
-            problem = compare_call(action.name, action.arguments, theirs, result, strict_errors=True)
-            if problem:
-                mismatches.append(f"task {task.id} action {i}: {problem}")
-        mine_db, theirs_db = export_db(ours), env.tools.db.model_dump()
-        if not db_equal(mine_db, theirs_db):
-            mismatches.append(f"task {task.id}: final DB differs: {record_diffs(mine_db, theirs_db)}")
-    ours.reset()
-    assert calls == sum(len(t.evaluation_criteria.actions or []) for t in tau2_tasks) > 0
-    assert not mismatches, f"{len(mismatches)} mismatches, first ones:\n" + "\n".join(mismatches[:10])
+    kit.assert_gold_replay(RETAIL, domain, ours, get_tasks(None), new_env=get_environment, more_than=0)
 
 
 # -- the env-level reward of the oracle on every task ------------------------------------------------------
 @pytest.mark.slow
 def test_oracle_scores_one_on_every_tau2_task(domain):
-    tasks = [t for split in ("train", "test") for t in domain.tasks(split, "tau2")]
-    assert len(tasks) == 114
-    env = mua_gym.make("mua/Retail-v0", world="tau2")
-    try:
-        failures = []
-        for task in tasks:
-            reward, terminated, truncated, info = run_oracle(env, task)
-            # tau2's rules pay every gold replay; strictly, a task that looking up and stopping meets needs a judge
-            strict = 0.0 if prepare_task(env.unwrapped.core.domain, task).judge_only else 1.0
-            calls, parity = info["tool_calls"], info["reward_info"]["parity_reward"]
-            if (reward, terminated, truncated, calls, parity) != (strict, True, False, len(task.gold_actions), 1.0):
-                failures.append((task.id, reward, terminated, truncated, info.get("reward_info")))
-    finally:
-        env.close()
-    assert not failures, failures[:5]
+    kit.assert_oracle_scores_one(RETAIL, domain)
 
 
 # -- Test B: differential fuzz -------------------------------------------------------------------------------
@@ -193,18 +140,8 @@ class Ctx:
     typed: bool = True  # False once that call got a wrong type / missing / extra argument
 
 
-@dataclass
-class Call:
-    name: str
-    args: dict[str, Any]
-    well_formed: bool
-
-
 def random_user(draw) -> dict[str, Any]:
     return USERS[draw(st.sampled_from(USER_IDS))]
-
-
-SHORT_TEXT = st.text(max_size=8)
 
 
 def order_id_arg(draw, ctx: Ctx) -> Any:
@@ -214,13 +151,6 @@ def order_id_arg(draw, ctx: Ctx) -> Any:
         (1, ctx.order.replace("W", "")),  # '#9502126'-style, as in tasks 46/47
         (1, ctx.order.lower()), (1, ctx.order + " "), (1, "#W0000000"),
         (1, Bad(int(ctx.order[2:]))), (1, Bad(None)), (1, Bad([ctx.order])),
-    ])
-
-
-def user_id_arg(draw, ctx: Ctx) -> Any:
-    return pick(draw, ctx, "user_id", [(1, ctx.user)], [
-        (3, sample(USER_IDS)), (1, ctx.user.upper()), (1, "no_such_user_0000"),
-        (1, Bad(5)), (1, Bad(None)), (1, Bad([ctx.user])),
     ])
 
 
@@ -323,11 +253,11 @@ def call_args(draw, ctx: Ctx, name: str) -> dict[str, Any]:
     if name == "modify_pending_order_address":
         return {"order_id": order_id_arg(draw, ctx), **address_args(draw, ctx)}
     if name == "modify_user_address":
-        return {"user_id": user_id_arg(draw, ctx), **address_args(draw, ctx)}
+        return {"user_id": kit.user_id_arg(draw, ctx, USER_IDS), **address_args(draw, ctx)}
     if name == "get_order_details":
         return {"order_id": order_id_arg(draw, ctx)}
     if name == "get_user_details":
-        return {"user_id": user_id_arg(draw, ctx)}
+        return {"user_id": kit.user_id_arg(draw, ctx, USER_IDS)}
     if name == "get_product_details":
         items = ORDERS[ctx.order]["items"]
         return {"product_id": pick(draw, ctx, "product_id", [(1, sample([i["product_id"] for i in items]))], [
@@ -350,13 +280,7 @@ def call_args(draw, ctx: Ctx, name: str) -> dict[str, Any]:
                 ])}
     if name == "list_all_product_types":
         return {}
-    if name == "calculate":
-        return {"expression": pick(draw, ctx, "expression", [(1, sample(EXPRESSIONS))], [(8, sample(EXPRESSIONS)),
-                                                                                          (1, Bad(4))])}
-    if name == "transfer_to_human_agents":
-        return {"summary": pick(draw, ctx, "summary", [(1, "The customer wants a refund.")],
-                                [(1, lambda d: d(SHORT_TEXT))])}
-    raise AssertionError(name)
+    return kit.generic_args(draw, ctx, name, EXPRESSIONS)
 
 
 TOOL_WEIGHTS = [
@@ -398,81 +322,14 @@ def call_sequences(draw) -> tuple[Ctx, list[Call]]:
         if kind % 3 == 0:  # one argument may take a wrong value or type
             ctx.perturb = draw(st.sampled_from(ARG_NAMES[name])) if ARG_NAMES[name] else None
         args = call_args(draw, ctx, name)
-        if kind in (37, 38) and args:  # a missing argument
-            del args[draw(st.sampled_from(sorted(args)))]
-            ctx.typed = False
-        elif kind == 39:  # an unexpected argument
-            args["extra"] = "x"
-            ctx.typed = False
+        kit.misshape(draw, ctx, args, missing=kind in (37, 38), extra=kind == 39)
         calls.append(Call(name, args, ctx.typed))
     return ctx, calls
 
 
-def our_record(world, table: str, key: str) -> Any:
-    query, make, param = {"orders": (ORDER, order_record, "oid"), "users": (USER, user_record, "uid"),
-                          "products": (PRODUCT, product_record, "pid")}[table]
-    row = world.fetch_one(query, **{param: key})
-    return None if row is None else make(world, row)
-
-
-# Our tables -> the tau2 record a changed row belongs to (key[0] is the record's id, but for variants).
-_RECORD_OF_TABLE = {"users": "users", "payment_methods": "users", "user_orders": "users", "orders": "orders",
-                    "order_items": "orders", "fulfillments": "orders", "payments": "orders", "products": "products"}
-
-
-def our_changed_records(world) -> set[tuple[str, str]] | None:
-    out = set()
-    for table, rows in world.changes().items():
-        for key in rows:
-            if table == "variants":
-                out.add(("products", PRODUCT_OF.get(key[0], "")))
-            elif table in _RECORD_OF_TABLE:
-                out.add((_RECORD_OF_TABLE[table], key[0]))
-            else:
-                return None  # a table we do not know: compare everything
-    return out
-
-
-# Every FULL_DB_EVERY-th sequence also compares the complete DBs (export_db vs model_dump, ≈0.3 s). The
-# others compare every record that changed on either side (tau2: all records against a pristine copy;
-# ours: the world's change set) plus the records the sequence names, which is the same verdict as long as
-# our change tracking is right (which the full comparisons and test_gold_replay_matches_tau2 check).
-FULL_DB_EVERY = 5
-
-
-def check_sequence(ref: Tau2Retail, ours, ctx: Ctx, calls: list[Call], stats: Counter) -> list[str]:
-    problems = []
-    changed = None
-    try:
-        for call in calls:
-            theirs = ref.call(call.name, copy.deepcopy(call.args))
-            result = ours.call_tool(call.name, copy.deepcopy(call.args))
-            stats["calls"] += 1
-            stats[(call.name, "error" if theirs[1] else "ok")] += 1
-            strict = call.well_formed and call.name not in GENERIC_TOOLS
-            problem = compare_call(call.name, call.args, theirs, result, strict_errors=strict)
-            if problem:
-                problems.append(problem)
-        changed = ref.changed()
-        mine = our_changed_records(ours)
-        stats["sequences"] += 1
-        full = mine is None or stats["sequences"] % FULL_DB_EVERY == 0
-        if full:
-            stats["full_db_checks"] += 1
-            ours_db, tau2_db = export_db(ours), ref.dump()
-            if not db_equal(ours_db, tau2_db):
-                problems.append(f"DB differs: {record_diffs(ours_db, tau2_db)}")
-        else:
-            keys = {(t, k) for t, ks in changed.items() for k in ks} | mine
-            keys |= {("orders", ctx.order), ("orders", ctx.order2), ("users", ctx.user)}
-            for table, key in sorted(keys):
-                a, b = our_record(ours, table, key), ref.record(table, key)
-                if a != b and normalise(a) != normalise(b):
-                    problems.append(f"{table}[{key}] differs: {record_diffs({key: a}, {key: b})}")
-    finally:
-        ref.reset(changed)
-        ours.reset()
-    return problems
+def check_sequence(ref: Tau2Retail, ours, ctx: Ctx, calls: list[Call], stats) -> list[str]:
+    named = {("orders", ctx.order), ("orders", ctx.order2), ("users", ctx.user)}
+    return kit.check_sequence(RETAIL, ref, ours, calls, named, stats)
 
 
 # -- targeted edge cases -------------------------------------------------------------------------------------
@@ -537,35 +394,13 @@ EDGE_CASES = [
 
 @pytest.mark.parametrize("calls", EDGE_CASES)
 def test_edge_cases_match_tau2(ref, ours, calls):
-    ref.reset()
-    ours.reset()
-    problems = []
-    try:
-        for name, args in calls:
-            theirs = ref.call(name, copy.deepcopy(args))
-            result = ours.call_tool(name, copy.deepcopy(args))
-            problem = compare_call(name, args, theirs, result, strict_errors=name not in GENERIC_TOOLS)
-            if problem:
-                problems.append(problem)
-        changed = ref.changed()
-        keys = {(t, k) for t, ks in changed.items() for k in ks} | (our_changed_records(ours) or set())
-        for table, key in sorted(keys):
-            a, b = our_record(ours, table, key), ref.record(table, key)
-            if a != b and normalise(a) != normalise(b):
-                problems.append(f"{table}[{key}] differs: {record_diffs({key: a}, {key: b})}")
-    finally:
-        ref.reset()
-        ours.reset()
+    problems = kit.edge_case_problems(RETAIL, ref, ours, calls)
     assert not problems, "\n".join(problems)
-
 
 
 @pytest.mark.slow
 def test_differential_fuzz(ref, ours):
-    stats: Counter = Counter()
-    ref.reset()
-    ours.reset()
-    started = time.perf_counter()
+    stats, started = kit.fuzz_start(ref, ours)
 
     @settings(max_examples=500, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -579,11 +414,4 @@ def test_differential_fuzz(ref, ours):
             + [f"  {c.name}({json.dumps(c.args)})" for c in calls] + ["mismatches:"] + problems)
 
     run()
-    elapsed = time.perf_counter() - started
-    per_tool = {n: (stats[(n, "ok")], stats[(n, "error")]) for n, _ in TOOL_WEIGHTS if n}
-    print(f"\nfuzz: {stats['sequences']} sequences, {stats['calls']} calls, {stats['full_db_checks']} full DB "
-          f"checks, {elapsed:.1f} s; per tool (tau2 ok, error): {per_tool}")
-    assert stats["sequences"] >= 500
-    # The generator must keep reaching both outcomes of every write tool.
-    for name in WRITE_TOOLS:
-        assert stats[(name, "ok")] > 0 and stats[(name, "error")] > 0, (name, per_tool[name])
+    kit.fuzz_summary(stats, started, [n for n, _ in TOOL_WEIGHTS], WRITE_TOOLS)
