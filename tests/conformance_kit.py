@@ -9,7 +9,8 @@ what the ``test_*_conformance.py`` suites build around it:
   a targeted case (:func:`edge_case_problems`) and a fuzzed call sequence (:func:`check_sequence`,
   :func:`fuzz_summary`) run on both sides;
 * the option-picking helpers of the differential fuzzers (:class:`Bad`, :func:`pick`, :func:`sample`) and the
-  pieces of argument generation the domains share.
+  pieces of argument generation the domains share;
+* the telecom user toolkit's argument-free tools, which both telecom suites that call user tools cycle through.
 
 Only imported after ``pytest.importorskip("tau2")``. Each suite keeps its own edge cases, its generators and the
 hypothesis test that draws from them: with ``derandomize`` the seed is a digest of that nested test's source,
@@ -35,6 +36,15 @@ from mua_gym.env.episode import prepare_task
 # Tools whose error texts only have to be errors on both sides (tau2's are raw Python errors there).
 GENERIC_TOOLS = {"calculate", "transfer_to_human_agents"}
 SHORT_TEXT = st.text(max_size=8)
+# tau2 telecom's user tools that take no argument, in its toolkit's order.
+TELECOM_NO_ARG_USER_TOOLS = [
+    "check_status_bar", "check_network_status", "check_network_mode_preference", "run_speed_test",
+    "toggle_airplane_mode", "check_sim_status", "reseat_sim_card", "toggle_data", "toggle_roaming",
+    "check_data_restriction_status", "toggle_data_saver_mode", "check_apn_settings", "reset_apn_settings",
+    "check_wifi_status", "toggle_wifi", "check_wifi_calling_status", "toggle_wifi_calling", "check_vpn_status",
+    "connect_vpn", "disconnect_vpn", "check_installed_apps", "can_send_mms", "reboot_device",
+    "check_payment_request", "make_payment",
+]
 
 # A changed row of one of our tables -> the tau2 record it belongs to: that record table (the row key's first
 # element is the record id) or a function of the row key giving (record table, record id).

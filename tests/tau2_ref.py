@@ -26,8 +26,12 @@ from tau2.domains.airline.utils import AIRLINE_DB_PATH  # noqa: E402
 from tau2.domains.retail.data_model import Order, Product, RetailDB, User  # noqa: E402
 from tau2.domains.retail.environment import get_environment, get_tasks  # noqa: E402
 from tau2.domains.retail.utils import RETAIL_DB_PATH  # noqa: E402
+from tau2.domains.telecom.data_model import TelecomDB  # noqa: E402
+from tau2.domains.telecom.environment import get_environment as get_telecom_environment  # noqa: E402
+from tau2.domains.telecom.user_data_model import PerformanceLevel, TelecomUserDB, VpnDetails  # noqa: E402
+from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH  # noqa: E402
 
-__all__ = ["AIRLINE_DB_PATH", "RETAIL_DB_PATH", "Tau2Airline", "Tau2Reference", "Tau2Retail",
+__all__ = ["AIRLINE_DB_PATH", "RETAIL_DB_PATH", "Tau2Airline", "Tau2Reference", "Tau2Retail", "Tau2Telecom",
            "compare_call", "content_equal", "db_equal", "get_airline_environment", "get_airline_tasks",
            "get_environment", "get_tasks", "normalise", "record_diffs", "tau2_call"]
 
@@ -259,6 +263,27 @@ class Tau2Airline(Tau2Reference):
         super().__init__(airline_model.FlightDB, AIRLINE_DB_PATH, _AIRLINE_RECORD_MODELS, get_airline_environment,
                          track_reached=True)
 
+
+class Tau2Telecom:
+    """Makes tau2 telecom environments from copies of the parsed db.toml and user_db.toml, each with its own VPN
+    profile.
+
+    tau2's VPN profile is one object of the whole process: ``break_vpn`` in one environment makes every later
+    ``connect_vpn`` in every environment poor. Each environment made here gets its own profile (an instance
+    attribute shadowing the class one), as in a fresh tau2 process.
+    """
+
+    def __init__(self) -> None:
+        self.db = TelecomDB.load(TELECOM_DB_PATH)
+        self.user_db = TelecomUserDB.load(TELECOM_USER_DB_PATH)
+
+    def new_env(self, fresh: bool = False) -> Any:
+        """``fresh``: built by a plain ``get_environment()`` (the toml files read again); else from copies."""
+        env = get_telecom_environment() if fresh else get_telecom_environment(
+            db=self.db.model_copy(deep=True), user_db=self.user_db.model_copy(deep=True))
+        env.user_tools.default_vpn_details = VpnDetails(
+            server_address="192.168.1.1", protocol="OpenVPN", server_performance=PerformanceLevel.EXCELLENT)
+        return env
 
 
 # -- comparison helpers shared by the conformance suites ---------------------------------------------------

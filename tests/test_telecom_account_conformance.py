@@ -63,9 +63,10 @@ logger.remove()
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from sqlalchemy import select  # noqa: E402
-from tau2.data_model.message import ToolCall  # noqa: E402
 from tau2.domains.telecom import tools as tau2_telecom_tools  # noqa: E402
 from tau2.domains.telecom.environment import get_environment, get_tasks  # noqa: E402
+from conformance_kit import Bad  # noqa: E402
+from tau2_ref import compare_call, normalise, record_diffs, tau2_call  # noqa: E402
 
 from mua_gym.domains.telecom.account_format import (  # noqa: E402
     build_account_only, export_account_db, read_account_db,
@@ -80,43 +81,6 @@ from mua_gym.world import World  # noqa: E402
 SETUP_HELPERS = ("set_data_usage", "suspend_line_for_overdue_bill")
 ALL_BILL_IDS = select(bills.c.bill_id).order_by(bills.c.position)
 UNPREPARED_UUID = uuid_module.UUID("deadbeef" + "0" * 24)  # tau2 gets this if ours made no bill: DBs then differ
-
-
-def normalise(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def content_equal(a: str, b: str) -> bool:
-    """Equal JSON objects/arrays, else equal text."""
-    try:
-        pa, pb = json.loads(a), json.loads(b)
-    except (ValueError, RecursionError):
-        return a == b
-    if isinstance(pa, (dict, list)) or isinstance(pb, (dict, list)):
-        return pa == pb
-    return a == b
-
-
-def db_diffs(ours: Any, theirs: Any, limit: int = 5) -> list[str]:
-    out: list[str] = []
-
-    def walk(a: Any, b: Any, path: str) -> None:
-        if len(out) >= limit:
-            return
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in list(a) + [k for k in b if k not in a]:
-                if key not in a or key not in b:
-                    out.append(f"{path}/{key}: ours={a.get(key, '<absent>')!r} tau2={b.get(key, '<absent>')!r}")
-                else:
-                    walk(a[key], b[key], f"{path}/{key}")
-        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for i, (x, y) in enumerate(zip(a, b)):
-                walk(x, y, f"{path}[{i}]")
-        elif a != b:
-            out.append(f"{path}: ours={a!r} tau2={b!r}")
-
-    walk(normalise(ours), normalise(theirs), "")
-    return out
 
 
 # -- the two sides -------------------------------------------------------------------------------------------
@@ -143,8 +107,7 @@ class Ref:
             except Exception as exc:  # noqa: BLE001  (any failure is the answer)
                 return f"Error: {exc}", True
             return self.env.to_json_str(result), False
-        message = self.env.get_response(ToolCall(id="conformance", name=name, arguments=arguments))
-        return message.content, bool(message.error)
+        return tau2_call(self.env, name, arguments)
 
     def assertion(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
@@ -195,21 +158,13 @@ def run_step(ours: World, ref: Ref, name: Any, args: dict[str, Any], setup: bool
         ref.next_uuid = uuid_module.UUID(created[0][1:] + "0" * 24)
     theirs = ref.call(name, copy.deepcopy(args), setup)
     ref.next_uuid = UNPREPARED_UUID
-    content, error = theirs
-    where = f"{'setup ' if setup else ''}{name}({args!r})"
-    if error != result.error:
-        return f"{where}: tau2 error={error} {content[:300]!r} / ours error={result.error} {result.content[:300]!r}", \
-            theirs
-    if not error and not content_equal(content, result.content):
-        return f"{where}: results differ: tau2 {content[:400]!r} / ours {result.content[:400]!r}", theirs
-    if error and strict and content != result.content:
-        return f"{where}: error texts differ: tau2 {content!r} / ours {result.content!r}", theirs
-    return None, theirs
+    problem = compare_call(name, args, theirs, result, strict_errors=strict)
+    return (f"setup {problem}" if problem and setup else problem), theirs
 
 
 def compare_dbs(ours: World, ref: Ref) -> str | None:
     mine, theirs = normalise(export_account_db(ours)), normalise(ref.dump())
-    return None if mine == theirs else f"agent DB differs: {db_diffs(mine, theirs)}"
+    return None if mine == theirs else f"agent DB differs: {record_diffs(mine, theirs)}"
 
 
 # -- the tool set and the initial DB -------------------------------------------------------------------------
@@ -562,11 +517,6 @@ LIMITS = [None, 12, 0, 1, 2, 3, 5, -1, -2, -10, 100]
 UNKNOWN_TOOLS = ["get_customer", "GET_CUSTOMER_BY_ID", "refuel", "get_available_plan_ids", "assert_line_status",
                  "calculate", "toggle_data", "make_payment", "get_details_by_id "]
 STATUSES = ["Active", "Suspended", "Pending Activation", "Closed", "active"]
-
-
-@dataclass(frozen=True)
-class Bad:
-    value: Any
 
 
 @dataclass

@@ -70,11 +70,11 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from tau2.data_model.message import ToolCall  # noqa: E402
 from tau2.domains.telecom.data_model import TelecomDB  # noqa: E402
-from tau2.domains.telecom.environment import get_environment, get_tasks  # noqa: E402
-from tau2.domains.telecom.user_data_model import PerformanceLevel, TelecomUserDB, VpnDetails  # noqa: E402
+from tau2.domains.telecom.environment import get_tasks  # noqa: E402
 from tau2.domains.telecom.user_tools import TelecomUserTools  # noqa: E402
-from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH  # noqa: E402
-from tau2_ref import normalise, record_diffs  # noqa: E402
+from tau2.domains.telecom.utils import TELECOM_DB_PATH  # noqa: E402
+from conformance_kit import TELECOM_NO_ARG_USER_TOOLS  # noqa: E402
+from tau2_ref import Tau2Telecom, normalise, record_diffs  # noqa: E402
 
 import mua_gym  # noqa: E402
 from mua_gym.domains.telecom import phone as ph  # noqa: E402
@@ -89,19 +89,12 @@ FUZZ_EXAMPLES = 1000
 
 
 # -- the two sides ------------------------------------------------------------------------------------------------
-class Tau2Side:
+class Tau2Side(Tau2Telecom):
     """Makes tau2 telecom environments in a task's start state, each with its own VPN profile (difference (c))."""
 
-    def __init__(self) -> None:
-        self.db = TelecomDB.load(TELECOM_DB_PATH)
-        self.user_db = TelecomUserDB.load(TELECOM_USER_DB_PATH)
-
     def env(self, task: Any, fresh: bool = False) -> Any:
-        """``fresh``: built by a plain ``get_environment()`` (the toml files read again); else from copies."""
-        env = get_environment() if fresh else get_environment(db=self.db.model_copy(deep=True),
-                                                              user_db=self.user_db.model_copy(deep=True))
-        env.user_tools.default_vpn_details = VpnDetails(
-            server_address="192.168.1.1", protocol="OpenVPN", server_performance=PerformanceLevel.EXCELLENT)
+        """``fresh``: see :meth:`Tau2Telecom.new_env`."""
+        env = self.new_env(fresh)
         env.set_state(task.initial_state.initialization_data, task.initial_state.initialization_actions, [])
         return env
 
@@ -334,15 +327,7 @@ UNKNOWN_TOOLS = ["get_customer", "reboot", "restart_device", "set_data_usage", "
                  "suspend_line_for_overdue_bill", "assert_line_status", "get_available_plan_ids", "Toggle_Data",
                  "toggle_data ", "check_status", "sync_tools", ""]
 
-NO_ARG_USER_TOOLS = [
-    "check_status_bar", "check_network_status", "check_network_mode_preference", "run_speed_test",
-    "toggle_airplane_mode", "check_sim_status", "reseat_sim_card", "toggle_data", "toggle_roaming",
-    "check_data_restriction_status", "toggle_data_saver_mode", "check_apn_settings", "reset_apn_settings",
-    "check_wifi_status", "toggle_wifi", "check_wifi_calling_status", "toggle_wifi_calling", "check_vpn_status",
-    "connect_vpn", "disconnect_vpn", "check_installed_apps", "can_send_mms", "reboot_device",
-    "check_payment_request", "make_payment",
-]
-USER_CALLS: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in NO_ARG_USER_TOOLS] + [
+USER_CALLS: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in TELECOM_NO_ARG_USER_TOOLS] + [
     ("set_network_mode_preference", {"mode": m}) for m in ("4g_5g_preferred", "4g_5g_preferred", "4g_only",
                                                           "3g_only", "2g_only", "5g_only", "4G_ONLY", "", "auto")
 ] + [

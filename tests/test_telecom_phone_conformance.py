@@ -54,11 +54,12 @@ from hypothesis import strategies as st  # noqa: E402
 from sqlalchemy import bindparam, func, insert, select, update  # noqa: E402
 from tau2.data_model.message import ToolCall  # noqa: E402
 from tau2.data_model.tasks import EnvFunctionCall  # noqa: E402
-from tau2.domains.telecom.data_model import TelecomDB  # noqa: E402
 from tau2.domains.telecom.environment import get_environment, get_tasks  # noqa: E402
-from tau2.domains.telecom.user_data_model import PerformanceLevel, TelecomUserDB, VpnDetails  # noqa: E402
+from tau2.domains.telecom.user_data_model import PerformanceLevel  # noqa: E402
 from tau2.domains.telecom.user_tools import TelecomUserTools  # noqa: E402
 from tau2.domains.telecom.utils import TELECOM_DB_PATH, TELECOM_USER_DB_PATH  # noqa: E402
+from conformance_kit import TELECOM_NO_ARG_USER_TOOLS  # noqa: E402
+from tau2_ref import Tau2Telecom, normalise, record_diffs  # noqa: E402
 
 from mua_gym.domains.telecom import schema as S  # noqa: E402
 from mua_gym.domains.telecom.phone import sync  # noqa: E402
@@ -225,18 +226,13 @@ class Pair:
         self.image = WorldImage.build(S.Base.metadata, _populate, name="telecom-phone-test")
         self.world = World(self.image, memo=True, tools=Toolkit(), user_tools=USER_TOOLS, after_call=sync,
                            setup_tools=SETUP_TOOLS)
-        self.base_db = TelecomDB.load(TELECOM_DB_PATH)
-        self.base_user_db = TelecomUserDB.load(TELECOM_USER_DB_PATH)
+        self.tau2 = Tau2Telecom()
         self.env: Any = None
         self.fresh()
 
     def fresh(self) -> None:
         self.world.reset()
-        self.env = get_environment(db=self.base_db.model_copy(deep=True),
-                                   user_db=self.base_user_db.model_copy(deep=True))
-        # Difference (b): this episode's own VPN profile, as in a fresh tau2 process.
-        self.env.user_tools.default_vpn_details = VpnDetails(
-            server_address="192.168.1.1", protocol="OpenVPN", server_performance=PerformanceLevel.EXCELLENT)
+        self.env = self.tau2.new_env()  # difference (b): this episode's own VPN profile, as in a fresh tau2 process
 
     # steps ---------------------------------------------------------------------------------------------------
     def setup(self, name: str, args: dict[str, Any]) -> None:
@@ -284,7 +280,7 @@ class Pair:
 
     # state ---------------------------------------------------------------------------------------------------
     def tau2_user_db(self) -> dict[str, Any]:
-        return json.loads(json.dumps(self.env.user_tools.db.model_dump(), default=str))
+        return normalise(self.env.user_tools.db.model_dump())
 
     def tau2_account(self) -> dict[str, Any]:
         db = self.env.tools.db
@@ -304,7 +300,7 @@ class Pair:
         problems = []
         ours, theirs = json.loads(json.dumps(export_phone_db(self.world))), self.tau2_user_db()
         if ours != theirs:
-            problems.append(f"user DB differs {where}: {_diff(ours, theirs)}")
+            problems.append(f"user DB differs {where}: {record_diffs(ours, theirs)}")
         if self.our_account() != self.tau2_account():
             problems.append(f"account differs {where}: ours={self.our_account()} tau2={self.tau2_account()}")
         return problems
@@ -325,29 +321,13 @@ class Pair:
         return problems
 
 
-def _diff(a: Any, b: Any, path: str = "") -> str:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in list(a) + [k for k in b if k not in a]:
-            if a.get(k, "<absent>") != b.get(k, "<absent>"):
-                return _diff(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{path}/{k}")
-    return f"{path}: ours={a!r} tau2={b!r}"
-
-
 @pytest.fixture(scope="module")
 def pair() -> Pair:
     return Pair()
 
 
 # -- catalogues --------------------------------------------------------------------------------------------------
-NO_ARG_TOOLS = [
-    "check_status_bar", "check_network_status", "check_network_mode_preference", "run_speed_test",
-    "toggle_airplane_mode", "check_sim_status", "reseat_sim_card", "toggle_data", "toggle_roaming",
-    "check_data_restriction_status", "toggle_data_saver_mode", "check_apn_settings", "reset_apn_settings",
-    "check_wifi_status", "toggle_wifi", "check_wifi_calling_status", "toggle_wifi_calling", "check_vpn_status",
-    "connect_vpn", "disconnect_vpn", "check_installed_apps", "can_send_mms", "reboot_device",
-    "check_payment_request", "make_payment",
-]
-USER_CALLS: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in NO_ARG_TOOLS] + [
+USER_CALLS: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in TELECOM_NO_ARG_USER_TOOLS] + [
     ("set_network_mode_preference", {"mode": m}) for m in ("4g_5g_preferred", "4g_only", "3g_only", "2g_only",
                                                           "5g_only", "4G_ONLY", "")
 ] + [
