@@ -176,3 +176,22 @@ def test_only_domains_and_the_layers_above_use_the_domain_kit():
     found = sorted((name, target) for name, path in modules.items() if not name.startswith(users)
                    for target in imports_of(name, path, modules, type_only=True) if target.startswith("mua_gym.kit"))
     assert found == []
+
+
+def test_the_split_phone_requests_module_resolves_its_old_names_with_a_warning():
+    """Its reading moved to user_sims.tool_requests and telecom's words to the telecom domain: each old name
+    still resolves (the readers with their old signatures, on telecom's words), warned, for one release."""
+    import warnings
+
+    from mua_gym.domains.telecom.user_requests import SETTINGS
+    from mua_gym.user_sims import phone_requests, tool_requests
+
+    tools = frozenset({"check_network_status", "toggle_airplane_mode"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert phone_requests.SETTINGS is SETTINGS and phone_requests.PhoneRequest is tool_requests.ToolRequest
+        request = phone_requests.request_in_words("please turn off airplane mode.", tools)
+        assert phone_requests.switch_state(request.setting, "Airplane Mode: ON") is True
+    assert request.setting.key == "airplane" and request.want is False
+    assert [w.category for w in caught] == [DeprecationWarning] * 4
+    assert "moved to mua_gym.domains.telecom.user_requests.SETTINGS" in str(caught[0].message)

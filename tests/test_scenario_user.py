@@ -12,8 +12,11 @@ import mua_gym
 from mua_gym import MuaEnv, Task
 from mua_gym.messages import AssistantMessage
 from mua_gym.user_sims import ScenarioUser
-from mua_gym.user_sims.phone_requests import SETTINGS, named_request, request_in_words
+from mua_gym.domains.telecom.user_requests import SETTINGS, VOCABULARY
+from mua_gym.user_sims.tool_requests import named_request, reader_for
 from mua_gym.user_sims.scenario import READ_LIMIT, _prose
+
+READER = reader_for(VOCABULARY)  # what telecom's user understands in words
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +107,13 @@ def test_a_request_is_read_in_its_own_clause_and_a_negated_one_is_never_performe
     for text in ("could you turn off airplane mode so i can check your signal?",  # the agent's step is another clause
                  "please turn off airplane mode, and i will check the line.",
                  "don't turn off wi-fi, but please turn off airplane mode."):
-        request = request_in_words(text, user_tools)
+        request = READER.request_in_words(text, user_tools)
         assert request is not None and request.setting.key == "airplane" and request.want is False, text
     negated = ("please do not turn off airplane mode", "Please don't turn off airplane mode.",
                "Never turn off airplane mode, please.", "There is no need to turn off airplane mode.",
                "Please don\u2019t restart your phone.")
-    assert all(request_in_words(text.lower(), user_tools) is None for text in negated)
-    assert request_in_words("please don't forget to turn off airplane mode.", user_tools).want is False
+    assert all(READER.request_in_words(text.lower(), user_tools) is None for text in negated)
+    assert READER.request_in_words("please don't forget to turn off airplane mode.", user_tools).want is False
 
     env.reset(options={"task": _task(tasks, "airplane:on")})
     for text in negated:
@@ -147,7 +150,7 @@ def test_every_example_in_the_tables_is_understood(user_tools):
     for setting in SETTINGS:
         tools = {t for t in (setting.read, setting.toggle, setting.action, setting.on_tool, setting.off_tool) if t}
         for example in setting.examples:
-            request = request_in_words(f"please {example}.", user_tools)
+            request = READER.request_in_words(f"please {example}.", user_tools)
             assert request is not None and request.kind != "ask", example
             assert {name for name, _ in request.calls} <= tools, (example, request)
 
@@ -250,7 +253,7 @@ def test_phone_request_matching_is_linear(user_tools, unit):
         best = float("inf")
         for _ in range(3):
             started = time.perf_counter()
-            request_in_words(text, user_tools)
+            READER.request_in_words(text, user_tools)
             best = min(best, time.perf_counter() - started)
         return best
 

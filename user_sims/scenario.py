@@ -14,11 +14,12 @@ It cannot be gamed by talk alone: it says "yes" only to a plan that names a chan
 requests, stated yet or not (an id of it, the data amount asked for), or else its customer, user or line id or
 phone number (see ``ScenarioUser._plan``); a bare "shall I proceed?" gets "What exactly will you do?", and a plan
 for a request it does not want (``accept: false``) gets "no". A plan is recognised before any question in it, so
-"I will cancel order number #W1 ... shall I proceed?" is agreed to, not answered with the order. On its phone (dual
-control) it does only what it is asked to do, as :mod:`mua_gym.user_sims.phone_requests` reads the request: asked
-to check, it runs the read tool and reports; asked to switch a setting, it leaves one that already is as asked;
-asked not to do something, or told of the agent's own step, it does nothing; it never volunteers a fix. It reads
-at most :data:`READ_LIMIT` characters of a message, and every matcher is linear in what it reads.
+"I will cancel order number #W1 ... shall I proceed?" is agreed to, not answered with the order. With its own tools
+(dual control: telecom's phone) it does only what it is asked to do, as :mod:`mua_gym.user_sims.tool_requests`
+reads the request, in the words of the domain's ``user_vocabulary``: asked to check, it runs the read tool and
+reports; asked to switch a setting, it leaves one that already is as asked; asked not to do something, or told of
+the agent's own step, it does nothing; it never volunteers a fix. It reads at most :data:`READ_LIMIT` characters
+of a message, and every matcher is linear in what it reads.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mua_gym.domain.registry import DomainLoadError, get_domain
+from mua_gym.domain.vocabulary import UserVocabulary
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage
 from mua_gym.task import Persona, Task
 from mua_gym.user_sims.base import STOP, TRANSFER, UserReply, UserSimulator, UserView
 from mua_gym.user_sims.persona import PersonaMode, resolve_persona
-from mua_gym.user_sims.phone_requests import PhoneRequest, named_request, request_in_words, switch_state
+from mua_gym.user_sims.tool_requests import RequestReader, ToolRequest, named_request, reader_for
 from mua_gym.user_sims.tau2_scenario import is_prose, playable, read_scenario
 
 __all__ = ["ScenarioUser"]
@@ -126,11 +129,14 @@ def _ids(text: str) -> tuple[str, ...]:
 
 
 class ScenarioUser(UserSimulator):
+    """``vocabulary``: what it understands in words with its own tools (None: what the task's domain declares)."""
+
     name = "scenario"
     immediate = True
 
-    def __init__(self, persona: PersonaMode = "task") -> None:
+    def __init__(self, persona: PersonaMode = "task", vocabulary: UserVocabulary | None = None) -> None:
         self.persona_mode = persona
+        self.vocabulary = vocabulary
         self.persona = Persona()
         self.task: Task | None = None
         self.facts: dict[str, Any] = {}
@@ -140,7 +146,9 @@ class ScenarioUser(UserSimulator):
         self.agent_turns = 0
         self.tools: frozenset[str] = frozenset()  # the user's own tools (dual control)
         self._tools_from: list[dict[str, Any]] | None = None  # the schemas they were read from (the same each reset)
-        self._pending: PhoneRequest | None = None  # an on/off request waiting for its read's result
+        self._reader: RequestReader | None = None  # reads requests in words (a user with tools and a vocabulary)
+        self._read_words: UserVocabulary | None = None  # the vocabulary it reads
+        self._pending: ToolRequest | None = None  # an on/off request waiting for its read's result
         self._checking = False  # whether the phone tools just run were reads only (reported as what it shows)
         # every task's plan anchors, by task id, made on first use (see _plan_anchors)
         self._anchor_memo: dict[str, tuple[Task, list[tuple[dict[str, Any], tuple[str, ...]]]]] = {}
@@ -163,6 +171,9 @@ class ScenarioUser(UserSimulator):
         self._pending = None
         if tools is not self._tools_from:
             self._tools_from, self.tools = tools, frozenset(t["function"]["name"] for t in tools or [])
+        words = self._words(task) if self.tools else None
+        if words is not self._read_words:  # compiled once per vocabulary (a dataclass hash walks all its settings)
+            self._read_words, self._reader = words, reader_for(words) if words is not None else None
         if is_prose(task):  # TAU2's prose: read, or refused where it hangs on the conversation
             reading = read_scenario(task)
             if reading.refusal is not None:
@@ -189,6 +200,16 @@ class ScenarioUser(UserSimulator):
             return UserReply(content="This is taking too long; I'll try another time. " + STOP, walked_away=True)
         raw = text[:READ_LIMIT]
         return self._answer(raw.lower(), raw)
+
+    def _words(self, task: Task) -> UserVocabulary | None:
+        """What the user understands in words: its own vocabulary, else the one ``task``'s domain declares (None
+        for a domain that declares none, or that is not registered)."""
+        if self.vocabulary is not None:
+            return self.vocabulary
+        try:
+            return get_domain(task.domain).user_vocabulary
+        except (KeyError, DomainLoadError):  # an unregistered domain's task: only tools named outright are run
+            return None
 
     # -- what to say -------------------------------------------------------------------------------
     def _identity(self) -> str:
@@ -234,7 +255,7 @@ class ScenarioUser(UserSimulator):
         return UserReply(content=STOP)
 
     # -- the phone (dual control): act only when asked to do that very thing ------------------------------------
-    def _perform(self, request: PhoneRequest) -> UserReply:
+    def _perform(self, request: ToolRequest) -> UserReply:
         """The user's turn for a phone ``request``: its reply (``ask``) or its tool calls; a set reads first."""
         if request.kind == "ask":
             return UserReply(content=self._say(request.reply))
@@ -257,7 +278,7 @@ class ScenarioUser(UserSimulator):
         results.reverse()
         pending, self._pending = self._pending, None
         if pending is not None and pending.setting is not None and pending.setting.toggle:
-            state = switch_state(pending.setting, results[-1].content)
+            state = self._reader.switch_state(pending.setting, results[-1].content)  # type: ignore[union-attr]
             if pending.cycle:
                 self._checking = False
                 return self._run(((pending.setting.toggle, {}), (pending.setting.toggle, {})))
@@ -403,17 +424,18 @@ class ScenarioUser(UserSimulator):
             return self._next_or_stop()
         confirming = CONFIRM.search(text) is not None
         planned = self._plan(text) if confirming else None
-        on_phone: PhoneRequest | None = None
+        on_phone: ToolRequest | None = None
+        reader = self._reader
         if planned is not None:  # a stated plan is agreed to, even where it says "order number" or "name"
-            on_phone = request_in_words(text, self.tools) if self.tools else None
+            on_phone = reader.request_in_words(text, self.tools) if reader is not None else None
             if on_phone is None:
                 return self._confirm(planned)
         disclosed = self._disclose(text)
         if disclosed is not None:
             return disclosed
-        if self.tools:  # before confirmations: "please go ahead and turn off airplane mode" asks for an action
+        if reader is not None:  # before confirmations: "please go ahead and turn off airplane mode" asks for an action
             if planned is None:
-                on_phone = request_in_words(text, self.tools)
+                on_phone = reader.request_in_words(text, self.tools)
             if on_phone is not None:
                 return self._perform(on_phone)
         if confirming:

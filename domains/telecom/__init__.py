@@ -20,6 +20,7 @@ from mua_gym.domains.telecom.phone import sync
 from mua_gym.domains.telecom.phone_format import load_phone_db
 from mua_gym.domains.telecom.phone_tools import PHONE_ASSERTIONS, PHONE_SETUP_TOOLS, USER_TOOLS
 from mua_gym.domains.telecom.schema import Base
+from mua_gym.domains.telecom.user_requests import VOCABULARY
 from mua_gym.kit import deferred
 from mua_gym.tools import Toolkit
 
@@ -59,6 +60,7 @@ DOMAIN = Domain(
     after_tool_call=sync,
     reward_basis=("ENV_ASSERTION",),
     dual_control=True,
+    user_vocabulary=VOCABULARY,  # the phone settings its customer understands in words
     memo=True,  # the phone's rows and the sync's look-ups are derived again on every call otherwise
     answer_vocabularies=(("pin", "puk"),),  # what a locked SIM is locked with: naming both answers nothing
     description="Mobile technical support: a carrier's accounts on one side, the customer's phone on the other.",

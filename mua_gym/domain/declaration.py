@@ -14,6 +14,7 @@ from sqlalchemy import Connection, MetaData
 
 from mua_gym.domain import disk_cache
 from mua_gym.domain.state import state_of
+from mua_gym.domain.vocabulary import UserVocabulary
 from mua_gym.world.image import WorldImage
 from mua_gym.task import EnvAssertion, RewardComponent, Task, WorldSpec, check_split, did_you_mean
 from mua_gym.tools import Toolkit
@@ -93,6 +94,11 @@ class Domain:
     #: Words of one kind that an answer names (flight statuses, cabins): strict COMMUNICATE pays a message that
     #: names one of them as an answer only if it names no other of the same vocabulary (mua_gym.env.communicate).
     answer_vocabularies: tuple[tuple[str, ...], ...] = ()
+    #: What its user understands in words (dual control): each thing on their side an agent may ask them to check
+    #: or change, and the user tools that does it (:mod:`mua_gym.domain.vocabulary`). The scenario user follows such
+    #: a request, and the blind baselines and the fuzzer say them; without one, the user runs only a tool the agent
+    #: names outright.
+    user_vocabulary: UserVocabulary | None = None
 
     @property
     def env_name(self) -> str:
