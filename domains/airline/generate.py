@@ -11,11 +11,12 @@ in a fixed order, so a seed and a size always give the same database, bit for bi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, Table, insert
 
 from mua_gym.domains.airline.schema import (
     airports,
@@ -425,121 +426,15 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     places, legs = _network(rng, n_airports, n_flights)
     date_rows, prices = _flight_dates(rng, legs)
     user_rows, wallets, saved = _people(rng, ids, n_users)
-
-    numbers = [f"HAT{f + 1:03d}" for f in range(len(legs))]
-    routes: dict[tuple[str, str], list[int]] = {}
-    for f, leg in enumerate(legs):
-        routes.setdefault(leg[:2], []).append(f)
-    connections = _connections(legs)
-    by_pair: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
-    for c in connections:
-        by_pair.setdefault((legs[c[0]][0], legs[c[1]][1]), []).append(c)
-    with_direct = [c for c in connections if (legs[c[0]][0], legs[c[1]][1]) in routes] or connections
-
-    # Per reservation draws, in a fixed order; the loop below only reads them.
-    n = n_reservations
-    owners = rng.integers(n_users, size=n).tolist()
-    u = rng.random((n, 13)).tolist()  # unpacked at the top of the loop
-    cabins = rng.integers(len(CABINS), size=n).tolist()
-    pax_counts = [k + 1 for k in weighted_indices(rng, PASSENGER_WEIGHTS, n)]
-    bag_counts = weighted_indices(rng, BAG_WEIGHTS, n)
-    other_firsts = rng.integers(len(FIRST_NAMES), size=(n, 4)).tolist()
-    other_lasts = rng.integers(len(LAST_NAMES), size=(n, 4)).tolist()
-    other_family = (rng.random((n, 4)) < 0.5).tolist()
-    other_dobs = _dobs(rng, (n, 4), 1940, 2020)
-    reservation_ids = _reservation_ids(rng, n)
-
-    def itinerary(direct: list[int], onestop: list[tuple[int, int, int]], kind: float, pick: float):
-        """(flight, days after the trip's first date) per leg: one-stop when ``kind`` says so and one exists."""
-        if onestop and (kind < ONESTOP_SHARE or not direct):
-            f1, f2, days = onestop[int(pick * len(onestop))]
-            return [(f1, 0), (f2, days)]
-        return [(direct[int(pick * len(direct))], 0)]
-
-    reservation_rows: list[dict[str, Any]] = []
-    segment_rows: list[dict[str, Any]] = []
-    passenger_rows: list[dict[str, Any]] = []
-    payment_rows: list[dict[str, Any]] = []
-    per_user: list[list[str]] = [[] for _ in range(n_users)]
-    for position, reservation_id in enumerate(reservation_ids):
-        owner = owners[position]
-        (trip_u, out_kind, pool_u, out_pick, back_kind, back_pick, stay_u, date_u, self_u, insurance_u,
-         method_u, cancel_u, created_u) = u[position]
-        user, cabin = user_rows[owner], cabins[position]
-
-        # Outbound: a random flight, or a random connection (mostly between airports with a direct flight too).
-        if out_kind < ONESTOP_SHARE and connections:
-            pool = with_direct if pool_u < ONESTOP_WITH_DIRECT_SHARE else connections
-            f1, f2, days = pool[int(out_pick * len(pool))]
-            out = [(f1, 0), (f2, days)]
-        else:
-            out = [(int(out_pick * len(legs)), 0)]
-        origin, destination = legs[out[0][0]][0], legs[out[-1][0]][1]
-        last, last_day = out[-1]
-        arrival_day = last_day + legs[last][3] // 1440
-        trip = list(out)
-        flight_type = "one_way"
-        if trip_u < ROUND_TRIP_SHARE:
-            back = routes.get((destination, origin), [])
-            back_onestop = by_pair.get((destination, origin), [])
-            if back or back_onestop:
-                flight_type = "round_trip"
-                back_start = max(1 + int(stay_u * MAX_STAY), arrival_day + 1)
-                trip += [(f, back_start + d) for f, d in itinerary(back, back_onestop, back_kind, back_pick)]
-        span = max(d for _, d in trip)
-        first_day = int(date_u * (N_DATES - span))
-        segments = [(f, first_day + d) for f, d in trip]
-
-        pax = pax_counts[position]
-        people = [(user["first_name"], user["last_name"], user["dob"])] if self_u < SELF_SHARE else []
-        people += [(s["first_name"], s["last_name"], s["dob"]) for s in saved[owner]][: pax - len(people)]
-        for k in range(pax - len(people)):
-            people.append((FIRST_NAMES[other_firsts[position][k]],
-                           user["last_name"] if other_family[position][k] else LAST_NAMES[other_lasts[position][k]],
-                           other_dobs[position][k]))
-
-        insurance = "yes" if insurance_u < INSURANCE_SHARE else "no"
-        total_bags = bag_counts[position]
-        nonfree = max(0, total_bags - FREE_BAGS[user["membership"]][cabin] * pax)
-        fares = [prices[f][day][cabin] for f, day in segments]
-        total = sum(fares) * pax + (30 * pax if insurance == "yes" else 0) + 50 * nonfree
-
-        # Booked between two weeks before the first departure (not before May) and two hours before it, by now.
-        departs = START + timedelta(days=segments[0][1], minutes=legs[segments[0][0]][2])
-        latest = min(departs - timedelta(hours=2), NOW)
-        earliest = max(latest - timedelta(days=14), START)
-        if earliest >= latest:
-            earliest = latest - timedelta(days=1)
-        created = earliest + timedelta(seconds=int(created_u * (latest - earliest).total_seconds()))
-
-        usable = [m for m in wallets[owner] if m["source"] != "certificate"]  # never empty
-        method_id = usable[int(method_u * len(usable))]["method_id"]
-        status = "cancelled" if cancel_u < CANCELLED_RESERVATION_SHARE else None
-
-        per_user[owner].append(reservation_id)
-        reservation_rows.append(dict(reservation_id=reservation_id, position=position, user_id=user["user_id"],
-                                     origin=origin, destination=destination, flight_type=flight_type,
-                                     cabin=CABINS[cabin], created_at=created.strftime("%Y-%m-%dT%H:%M:%S"),
-                                     total_baggages=total_bags, nonfree_baggages=nonfree, insurance=insurance,
-                                     status=status))
-        for i, ((f, day), fare) in enumerate(zip(segments, fares)):
-            segment_rows.append(dict(reservation_id=reservation_id, position=i, flight_number=numbers[f],
-                                     origin=legs[f][0], destination=legs[f][1], date=DATES[day], price=fare))
-        for i, (first, last_name, dob) in enumerate(people):
-            passenger_rows.append(dict(reservation_id=reservation_id, position=i, first_name=first,
-                                       last_name=last_name, dob=dob))
-        payment_rows.append(dict(reservation_id=reservation_id, position=0, payment_id=method_id, amount=total))
-        if status == "cancelled":
-            payment_rows.append(dict(reservation_id=reservation_id, position=1, payment_id=method_id,
-                                     amount=-total))
+    routes = _routes(legs)
+    draws = _reservation_draws(rng, n_reservations, n_users)
+    bookings = [_booking(routes, draws, position, prices, user_rows, wallets, saved)
+                for position in range(n_reservations)]
 
     airport_rows = [dict(iata=iata, position=i, city=city) for i, (iata, city, _, _) in enumerate(places)]
-    flight_rows = [dict(flight_number=numbers[f], position=f, origin=o, destination=d,
+    flight_rows = [dict(flight_number=routes.numbers[f], position=f, origin=o, destination=d,
                         scheduled_departure_time_est=_clock(dep), scheduled_arrival_time_est=_clock(arr))
                    for f, (o, d, dep, arr) in enumerate(legs)]
-    user_reservation_rows = [dict(user_id=user_rows[i]["user_id"], position=k, reservation_id=r)
-                             for i in range(n_users) for k, r in enumerate(per_user[i])]
-
     conn.execute(insert(airports), airport_rows)
     conn.execute(insert(flights), flight_rows)
     conn.execute(insert(flight_dates), date_rows)
@@ -548,9 +443,224 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     saved_rows = [s for people in saved for s in people]
     if saved_rows:
         conn.execute(insert(saved_passengers), saved_rows)
-    if reservation_rows:
-        conn.execute(insert(reservations), reservation_rows)
-        conn.execute(insert(reservation_flights), segment_rows)
-        conn.execute(insert(reservation_passengers), passenger_rows)
-        conn.execute(insert(reservation_payments), payment_rows)
-        conn.execute(insert(user_reservations), user_reservation_rows)
+    if bookings:
+        for table, rows in _reservation_tables(routes, user_rows, bookings):
+            conn.execute(insert(table), rows)
+
+
+@dataclass(frozen=True)
+class _Routes:
+    """The flights as trips are made of them: the legs (origin, destination, departure and arrival minute) and
+    their numbers, the direct flights per (origin, destination), the one-stop connections, those per (origin, final
+    destination), and those between airports that also have a direct flight (or all of them, where none do)."""
+
+    legs: list[tuple[str, str, int, int]]
+    numbers: list[str]
+    direct: dict[tuple[str, str], list[int]]
+    connections: list[tuple[int, int, int]]
+    onestop: dict[tuple[str, str], list[tuple[int, int, int]]]
+    with_direct: list[tuple[int, int, int]]
+
+
+def _routes(legs: list[tuple[str, str, int, int]]) -> _Routes:
+    """The flights of ``legs`` by route, direct and one-stop."""
+    direct: dict[tuple[str, str], list[int]] = {}
+    for f, leg in enumerate(legs):
+        direct.setdefault(leg[:2], []).append(f)
+    connections = _connections(legs)
+    onestop: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
+    for c in connections:
+        onestop.setdefault((legs[c[0]][0], legs[c[1]][1]), []).append(c)
+    with_direct = [c for c in connections if (legs[c[0]][0], legs[c[1]][1]) in direct] or connections
+    return _Routes(legs, [f"HAT{f + 1:03d}" for f in range(len(legs))], direct, connections, onestop, with_direct)
+
+
+class _Uniforms(NamedTuple):
+    """One reservation's uniform draws in [0, 1): the choices a reservation makes from them."""
+
+    trip: float  # round trip or one way
+    out_kind: float  # outbound direct or one-stop
+    pool: float  # a one-stop outbound between airports with a direct flight too, or any
+    out_pick: float
+    back_kind: float
+    back_pick: float
+    stay: float  # days before the return
+    first_date: float
+    self_flies: float
+    insurance: float
+    method: float
+    cancel: float
+    created: float
+
+
+@dataclass(frozen=True)
+class _ReservationDraws:
+    """Every reservation's random draws, by reservation: the owner, the uniforms, the cabin, the passenger and bag
+    counts, the names, family ties and birth dates of up to 4 other passengers, and the reservation's id."""
+
+    owners: list[int]
+    uniforms: list[list[float]]
+    cabins: list[int]
+    pax_counts: list[int]
+    bag_counts: list[int]
+    other_firsts: list[list[int]]
+    other_lasts: list[list[int]]
+    other_family: list[list[bool]]
+    other_dobs: list[list[str]]
+    reservation_ids: list[str]
+
+
+def _reservation_draws(rng: np.random.Generator, n: int, n_users: int) -> _ReservationDraws:
+    """The draws of ``n`` reservations, in a fixed order (the arguments below are drawn as written)."""
+    return _ReservationDraws(
+        owners=rng.integers(n_users, size=n).tolist(),
+        uniforms=rng.random((n, len(_Uniforms._fields))).tolist(),
+        cabins=rng.integers(len(CABINS), size=n).tolist(),
+        pax_counts=[k + 1 for k in weighted_indices(rng, PASSENGER_WEIGHTS, n)],
+        bag_counts=weighted_indices(rng, BAG_WEIGHTS, n),
+        other_firsts=rng.integers(len(FIRST_NAMES), size=(n, 4)).tolist(),
+        other_lasts=rng.integers(len(LAST_NAMES), size=(n, 4)).tolist(),
+        other_family=(rng.random((n, 4)) < 0.5).tolist(),
+        other_dobs=_dobs(rng, (n, 4), 1940, 2020),
+        reservation_ids=_reservation_ids(rng, n))
+
+
+@dataclass(frozen=True)
+class _Booking:
+    """One reservation as made: who owns it, the trip, the cabin, the passengers, bags, insurance, what it cost,
+    when it was made and paid with what, and whether it was cancelled."""
+
+    reservation_id: str
+    owner: int
+    origin: str
+    destination: str
+    flight_type: str
+    cabin: str
+    segments: list[tuple[int, int]]  # (flight, date index)
+    fares: list[int]
+    people: list[tuple[str, str, str]]  # first name, last name, birth date
+    total_bags: int
+    nonfree: int
+    insurance: str
+    total: int
+    created_at: str
+    method_id: str
+    status: str | None
+
+
+def _booking(routes: _Routes, draws: _ReservationDraws, position: int, prices: list,
+             user_rows: list[dict[str, Any]], wallets: list[list[dict[str, Any]]],
+             saved: list[list[dict[str, Any]]]) -> _Booking:
+    """Reservation ``position``, made from its draws (nothing more is drawn)."""
+    owner = draws.owners[position]
+    u = _Uniforms(*draws.uniforms[position])
+    user, cabin, pax = user_rows[owner], draws.cabins[position], draws.pax_counts[position]
+    origin, destination, flight_type, segments = _trip(routes, u)
+    insurance = "yes" if u.insurance < INSURANCE_SHARE else "no"
+    total_bags = draws.bag_counts[position]
+    nonfree = max(0, total_bags - FREE_BAGS[user["membership"]][cabin] * pax)
+    fares = [prices[f][day][cabin] for f, day in segments]
+    usable = [m for m in wallets[owner] if m["source"] != "certificate"]  # never empty
+    return _Booking(
+        reservation_id=draws.reservation_ids[position], owner=owner, origin=origin, destination=destination,
+        flight_type=flight_type, cabin=CABINS[cabin], segments=segments, fares=fares,
+        people=_passengers(draws, position, user, saved[owner], u.self_flies, pax),
+        total_bags=total_bags, nonfree=nonfree, insurance=insurance,
+        total=sum(fares) * pax + (30 * pax if insurance == "yes" else 0) + 50 * nonfree,
+        created_at=_booked_at(routes.legs, segments, u.created).strftime("%Y-%m-%dT%H:%M:%S"),
+        method_id=usable[int(u.method * len(usable))]["method_id"],
+        status="cancelled" if u.cancel < CANCELLED_RESERVATION_SHARE else None)
+
+
+def _trip(routes: _Routes, u: _Uniforms) -> tuple[str, str, str, list[tuple[int, int]]]:
+    """A trip's origin, destination, flight type ("one_way" or "round_trip") and segments (flight, date index)."""
+    legs = routes.legs
+    # Outbound: a random flight, or a random connection (mostly between airports with a direct flight too).
+    if u.out_kind < ONESTOP_SHARE and routes.connections:
+        pool = routes.with_direct if u.pool < ONESTOP_WITH_DIRECT_SHARE else routes.connections
+        f1, f2, days = pool[int(u.out_pick * len(pool))]
+        out = [(f1, 0), (f2, days)]
+    else:
+        out = [(int(u.out_pick * len(legs)), 0)]
+    origin, destination = legs[out[0][0]][0], legs[out[-1][0]][1]
+    last, last_day = out[-1]
+    arrival_day = last_day + legs[last][3] // 1440
+    trip = list(out)
+    flight_type = "one_way"
+    if u.trip < ROUND_TRIP_SHARE:
+        back = routes.direct.get((destination, origin), [])
+        back_onestop = routes.onestop.get((destination, origin), [])
+        if back or back_onestop:
+            flight_type = "round_trip"
+            back_start = max(1 + int(u.stay * MAX_STAY), arrival_day + 1)
+            trip += [(f, back_start + d) for f, d in _itinerary(back, back_onestop, u.back_kind, u.back_pick)]
+    span = max(d for _, d in trip)
+    first_day = int(u.first_date * (N_DATES - span))
+    return origin, destination, flight_type, [(f, first_day + d) for f, d in trip]
+
+
+def _itinerary(direct: list[int], onestop: list[tuple[int, int, int]], kind: float,
+               pick: float) -> list[tuple[int, int]]:
+    """(flight, days after the trip's first date) per leg: one-stop when ``kind`` says so and one exists."""
+    if onestop and (kind < ONESTOP_SHARE or not direct):
+        f1, f2, days = onestop[int(pick * len(onestop))]
+        return [(f1, 0), (f2, days)]
+    return [(direct[int(pick * len(direct))], 0)]
+
+
+def _passengers(draws: _ReservationDraws, position: int, user: dict[str, Any], saved: list[dict[str, Any]],
+                self_flies: float, pax: int) -> list[tuple[str, str, str]]:
+    """The ``pax`` passengers (first name, last name, birth date): mostly the user, then their saved passengers,
+    then others (some of the user's family)."""
+    people = [(user["first_name"], user["last_name"], user["dob"])] if self_flies < SELF_SHARE else []
+    people += [(s["first_name"], s["last_name"], s["dob"]) for s in saved][: pax - len(people)]
+    for k in range(pax - len(people)):
+        people.append((FIRST_NAMES[draws.other_firsts[position][k]],
+                       user["last_name"] if draws.other_family[position][k]
+                       else LAST_NAMES[draws.other_lasts[position][k]],
+                       draws.other_dobs[position][k]))
+    return people
+
+
+def _booked_at(legs: list[tuple[str, str, int, int]], segments: list[tuple[int, int]], created: float) -> datetime:
+    """When the reservation was made: between two weeks before the first departure (not before May) and two hours
+    before it, by now."""
+    departs = START + timedelta(days=segments[0][1], minutes=legs[segments[0][0]][2])
+    latest = min(departs - timedelta(hours=2), NOW)
+    earliest = max(latest - timedelta(days=14), START)
+    if earliest >= latest:
+        earliest = latest - timedelta(days=1)
+    return earliest + timedelta(seconds=int(created * (latest - earliest).total_seconds()))
+
+
+def _reservation_tables(routes: _Routes, user_rows: list[dict[str, Any]],
+                        bookings: list[_Booking]) -> list[tuple[Table, list[dict[str, Any]]]]:
+    """The rows of the reservation tables, table by table in the order they are written."""
+    reservation_rows: list[dict[str, Any]] = []
+    segment_rows: list[dict[str, Any]] = []
+    passenger_rows: list[dict[str, Any]] = []
+    payment_rows: list[dict[str, Any]] = []
+    per_user: list[list[str]] = [[] for _ in user_rows]
+    for position, b in enumerate(bookings):
+        per_user[b.owner].append(b.reservation_id)
+        reservation_rows.append(dict(reservation_id=b.reservation_id, position=position,
+                                     user_id=user_rows[b.owner]["user_id"], origin=b.origin,
+                                     destination=b.destination, flight_type=b.flight_type, cabin=b.cabin,
+                                     created_at=b.created_at, total_baggages=b.total_bags, nonfree_baggages=b.nonfree,
+                                     insurance=b.insurance, status=b.status))
+        for i, ((f, day), fare) in enumerate(zip(b.segments, b.fares)):
+            segment_rows.append(dict(reservation_id=b.reservation_id, position=i, flight_number=routes.numbers[f],
+                                     origin=routes.legs[f][0], destination=routes.legs[f][1], date=DATES[day],
+                                     price=fare))
+        for i, (first, last_name, dob) in enumerate(b.people):
+            passenger_rows.append(dict(reservation_id=b.reservation_id, position=i, first_name=first,
+                                       last_name=last_name, dob=dob))
+        payment_rows.append(dict(reservation_id=b.reservation_id, position=0, payment_id=b.method_id, amount=b.total))
+        if b.status == "cancelled":
+            payment_rows.append(dict(reservation_id=b.reservation_id, position=1, payment_id=b.method_id,
+                                     amount=-b.total))
+    user_reservation_rows = [dict(user_id=user_rows[i]["user_id"], position=k, reservation_id=r)
+                             for i in range(len(user_rows)) for k, r in enumerate(per_user[i])]
+    return [(reservations, reservation_rows), (reservation_flights, segment_rows),
+            (reservation_passengers, passenger_rows), (reservation_payments, payment_rows),
+            (user_reservations, user_reservation_rows)]

@@ -9,7 +9,8 @@ is drawn from, in a fixed order, so a seed and a size always give the same datab
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 import numpy as np
 from sqlalchemy import Connection, insert
@@ -372,6 +373,7 @@ ITEM_COUNT_WEIGHTS = (0.22, 0.26, 0.24, 0.17, 0.11)
 METHOD_COUNT_WEIGHTS = (0.45, 0.35, 0.20)  # 1, 2 or 3 payment methods
 SPLIT_FULFILLMENT_SHARE = 0.2  # orders of 2+ items shipped in two parcels
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+ADDRESS_KEYS = ("address1", "address2", "city", "country", "state", "zip")  # an order keeps them
 
 
 def _scale(size: str | float) -> tuple[int, int, int]:
@@ -503,8 +505,43 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
 
     product_rows, variant_rows = _catalogue(rng, ids, n_products)
     user_rows, wallets = _people(rng, ids, n_users)
-    product_names = {p["product_id"]: p["name"] for p in product_rows}
+    draws = _order_draws(rng, ids, n_users, n_orders, len(variant_rows))
+    tables = _order_tables(draws, product_rows, variant_rows, user_rows, wallets)
 
+    conn.execute(insert(products), product_rows)
+    conn.execute(insert(variants), variant_rows)
+    conn.execute(insert(users), user_rows)
+    conn.execute(insert(payment_methods), [m for wallet in wallets for m in wallet])
+    if tables.orders:
+        conn.execute(insert(orders), tables.orders)
+        conn.execute(insert(order_items), tables.items)
+        conn.execute(insert(user_orders), tables.user_orders)
+        conn.execute(insert(payments), tables.payments)
+    if tables.fulfillments:
+        conn.execute(insert(fulfillments), tables.fulfillments)
+
+
+@dataclass(frozen=True)
+class _OrderDraws:
+    """Every order's random draws, by order: the owner (a user's index), the status, the item count, the draws that
+    place a two-parcel split and pick the payment method, the cancel reason, the order's id and its parcel count;
+    and the items picked (indices of variants, order after order) and the tracking ids (parcel after parcel)."""
+
+    owners: list[int]
+    statuses: list[str]
+    item_counts: list[int]
+    cuts: list[float]
+    method_draws: list[float]
+    reasons: list[int]
+    order_ids: list[str]
+    parcel_counts: list[int]
+    picks: list[int]
+    tracking_ids: list[str]
+
+
+def _order_draws(rng: np.random.Generator, ids: UniqueIds, n_users: int, n_orders: int,
+                 n_variants: int) -> _OrderDraws:
+    """The draws of ``n_orders`` orders, in a fixed order."""
     # Who placed each order: everyone at least once when there are enough orders, the rest at random.
     if n_orders >= n_users:
         owners = np.concatenate([np.arange(n_users), rng.integers(n_users, size=n_orders - n_users)])
@@ -513,7 +550,7 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     owners = rng.permutation(owners).tolist()
     statuses = [STATUSES[k] for k in rng.permutation(quota_indices(STATUS_WEIGHTS, n_orders)).tolist()]
     item_counts = [ITEM_COUNTS[k] for k in weighted_indices(rng, ITEM_COUNT_WEIGHTS, n_orders)]
-    picks = rng.integers(len(variant_rows), size=sum(item_counts)).tolist()
+    picks = rng.integers(n_variants, size=sum(item_counts)).tolist()
     # A shipped order of 2+ items goes out in two parcels with this chance, split after item ``cut``.
     splits = (rng.random(n_orders) < SPLIT_FULFILLMENT_SHARE).tolist()
     cuts = rng.random(n_orders).tolist()
@@ -522,60 +559,71 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     order_ids = ids.take(7, n_orders, "#W")
     parcel_counts = [0 if st == "pending" else 2 if split and count >= 2 else 1
                      for st, split, count in zip(statuses, splits, item_counts)]
-    tracking_ids = iter(ids.take(12, sum(parcel_counts)))
+    return _OrderDraws(owners=owners, statuses=statuses, item_counts=item_counts, cuts=cuts,
+                       method_draws=method_draws, reasons=reasons, order_ids=order_ids, parcel_counts=parcel_counts,
+                       picks=picks, tracking_ids=ids.take(12, sum(parcel_counts)))
 
-    order_rows: list[dict[str, Any]] = []
-    item_rows: list[dict[str, Any]] = []
-    fulfillment_rows: list[dict[str, Any]] = []
-    payment_rows: list[dict[str, Any]] = []
-    per_user: list[list[str]] = [[] for _ in range(n_users)]
-    address_keys = ("address1", "address2", "city", "country", "state", "zip")
+
+@dataclass
+class _OrderTables:
+    """The order tables' rows as the orders are made, and what making them reads: the products' names and the
+    tracking ids still to hand out."""
+
+    product_names: dict[str, str]
+    tracking_ids: Iterator[str]
+    orders: list[dict[str, Any]] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
+    fulfillments: list[dict[str, Any]] = field(default_factory=list)
+    payments: list[dict[str, Any]] = field(default_factory=list)
+    user_orders: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _order_tables(draws: _OrderDraws, product_rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]],
+                  user_rows: list[dict[str, Any]], wallets: list[list[dict[str, Any]]]) -> _OrderTables:
+    """Every order's rows, made from the draws (nothing more is drawn)."""
+    t = _OrderTables({p["product_id"]: p["name"] for p in product_rows}, iter(draws.tracking_ids))
+    per_user: list[list[str]] = [[] for _ in user_rows]
     next_pick = 0
-    for position, order_id in enumerate(order_ids):
-        owner, status, count = owners[position], statuses[position], item_counts[position]
-        user = user_rows[owner]
+    for position, order_id in enumerate(draws.order_ids):
+        owner, count = draws.owners[position], draws.item_counts[position]
         per_user[owner].append(order_id)
-        chosen = [variant_rows[k] for k in picks[next_pick:next_pick + count]]
+        chosen = [variant_rows[k] for k in draws.picks[next_pick:next_pick + count]]
         next_pick += count
-        for i, v in enumerate(chosen):
-            item_rows.append(dict(order_id=order_id, position=i, name=product_names[v["product_id"]],
-                                  product_id=v["product_id"], item_id=v["item_id"], price=v["price"],
-                                  options=v["options"]))
-        amount = round(sum(v["price"] for v in chosen), 2)
-        item_ids = [v["item_id"] for v in chosen]
-        if parcel_counts[position] == 2:
-            cut = 1 + int(cuts[position] * (count - 1))
-            parcels = [item_ids[:cut], item_ids[cut:]]
-        else:
-            parcels = [item_ids] * parcel_counts[position]
-        for i, parcel in enumerate(parcels):
-            fulfillment_rows.append(dict(order_id=order_id, position=i, tracking_ids=json.dumps([next(tracking_ids)]),
-                                         item_ids=json.dumps(parcel)))
-        usable = [m for m in wallets[owner] if m["source"] != "gift_card" or m["balance"] >= amount]
-        method_id = usable[int(method_draws[position] * len(usable))]["method_id"]
-        payment_rows.append(dict(order_id=order_id, position=0, transaction_type="payment", amount=amount,
-                                 payment_method_id=method_id))
-        cancel_reason = None
-        if status == "cancelled":
-            payment_rows.append(dict(order_id=order_id, position=1, transaction_type="refund", amount=amount,
-                                     payment_method_id=method_id))
-            cancel_reason = CANCEL_REASONS[reasons[position]]
-        order_rows.append(dict(order_id=order_id, position=position, user_id=user["user_id"],
-                               **{k: user[k] for k in address_keys}, status=status, cancel_reason=cancel_reason,
-                               exchange_items=None, exchange_new_items=None, exchange_payment_method_id=None,
-                               exchange_price_difference=None, return_items=None, return_payment_method_id=None))
+        _add_order(t, draws, position, user_rows[owner], wallets[owner], chosen)
+    t.user_orders = [dict(user_id=user_rows[u]["user_id"], position=i, order_id=order_id)
+                     for u in range(len(user_rows)) for i, order_id in enumerate(per_user[u])]
+    return t
 
-    user_order_rows = [dict(user_id=user_rows[u]["user_id"], position=i, order_id=order_id)
-                       for u in range(n_users) for i, order_id in enumerate(per_user[u])]
 
-    conn.execute(insert(products), product_rows)
-    conn.execute(insert(variants), variant_rows)
-    conn.execute(insert(users), user_rows)
-    conn.execute(insert(payment_methods), [m for wallet in wallets for m in wallet])
-    if order_rows:
-        conn.execute(insert(orders), order_rows)
-        conn.execute(insert(order_items), item_rows)
-        conn.execute(insert(user_orders), user_order_rows)
-        conn.execute(insert(payments), payment_rows)
-    if fulfillment_rows:
-        conn.execute(insert(fulfillments), fulfillment_rows)
+def _add_order(t: _OrderTables, draws: _OrderDraws, position: int, user: dict[str, Any],
+               wallet: list[dict[str, Any]], chosen: list[dict[str, Any]]) -> None:
+    """Adds order ``position`` of ``user`` for the ``chosen`` variants: its items, parcels, payment (and refund, if
+    cancelled) and the order itself."""
+    order_id, status, count = draws.order_ids[position], draws.statuses[position], draws.item_counts[position]
+    for i, v in enumerate(chosen):
+        t.items.append(dict(order_id=order_id, position=i, name=t.product_names[v["product_id"]],
+                            product_id=v["product_id"], item_id=v["item_id"], price=v["price"],
+                            options=v["options"]))
+    amount = round(sum(v["price"] for v in chosen), 2)
+    item_ids = [v["item_id"] for v in chosen]
+    if draws.parcel_counts[position] == 2:
+        cut = 1 + int(draws.cuts[position] * (count - 1))
+        parcels = [item_ids[:cut], item_ids[cut:]]
+    else:
+        parcels = [item_ids] * draws.parcel_counts[position]
+    for i, parcel in enumerate(parcels):
+        t.fulfillments.append(dict(order_id=order_id, position=i, tracking_ids=json.dumps([next(t.tracking_ids)]),
+                                   item_ids=json.dumps(parcel)))
+    usable = [m for m in wallet if m["source"] != "gift_card" or m["balance"] >= amount]
+    method_id = usable[int(draws.method_draws[position] * len(usable))]["method_id"]
+    t.payments.append(dict(order_id=order_id, position=0, transaction_type="payment", amount=amount,
+                           payment_method_id=method_id))
+    cancel_reason = None
+    if status == "cancelled":
+        t.payments.append(dict(order_id=order_id, position=1, transaction_type="refund", amount=amount,
+                               payment_method_id=method_id))
+        cancel_reason = CANCEL_REASONS[draws.reasons[position]]
+    t.orders.append(dict(order_id=order_id, position=position, user_id=user["user_id"],
+                         **{k: user[k] for k in ADDRESS_KEYS}, status=status, cancel_reason=cancel_reason,
+                         exchange_items=None, exchange_new_items=None, exchange_payment_method_id=None,
+                         exchange_price_difference=None, return_items=None, return_payment_method_id=None))
