@@ -3,7 +3,8 @@
     python benchmarks/fuzz.py --actions 100000 --seed 1
     python benchmarks/fuzz.py --actions 20000 --domain telecom --max-size 1000000
 
-The actions are shared out over mock, retail, airline (scripted and scenario users) and telecom (scenario).
+The actions are shared out over every registered domain (``fuzz_setups``: the scripted and scenario users, the
+scenario user alone for a dual-control domain such as telecom).
 Prints, per domain and user: actions, episodes, exceptions, slow steps (1 s or more) and the slowest step,
 all-error steps and how many of them changed the world, trajectories serialised and failed, and the first
 failures with what reproduces them. Exits 1 if anything broke the contract.
@@ -18,18 +19,19 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mua_gym.eval.fuzz import FUZZ_SETUPS, FuzzCounts, fuzz  # noqa: E402
+from mua_gym.domain.registry import available_domains  # noqa: E402
+from mua_gym.eval.fuzz import FuzzCounts, fuzz, fuzz_setups  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--actions", type=int, default=100_000, help="actions in all, shared out over the configs")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--domain", choices=["all", "mock", "retail", "airline", "telecom"], default="all")
+    parser.add_argument("--domain", choices=["all", *available_domains()], default="all")
     parser.add_argument("--count", type=int, default=40, help="generated tasks per split (smaller: faster start)")
     parser.add_argument("--max-size", type=int, default=200_000, help="the longest spam text, in characters")
     args = parser.parse_args()
-    configs = [c for c in FUZZ_SETUPS if args.domain in ("all", c[0])]
+    configs = fuzz_setups(None if args.domain == "all" else [args.domain])
     share = -(-args.actions // len(configs))
     results: list[tuple[FuzzCounts, float]] = []
     for i, (domain, user) in enumerate(configs):

@@ -6,8 +6,9 @@ import time
 import pytest
 
 from mua_gym import MuaEnv
-from mua_gym.eval.baselines import BLIND_AGENTS, CLOSING, BlindAgent, request_lines
-from mua_gym.user_sims.phone_requests import REQUEST_WORDS, SETTINGS
+from mua_gym.eval.baselines import ANYTHING, BLIND_AGENTS, CLOSING, BlindAgent, mixed_agent, request_lines
+from mua_gym.domains.telecom.user_requests import SETTINGS, VOCABULARY
+from mua_gym.user_sims.tool_requests import REQUEST_WORDS
 
 from episodes import run
 
@@ -44,11 +45,23 @@ def test_blind_scripts_earn_nothing_on_the_test_split(domain, user, script):
 
 
 def test_the_request_script_says_every_request_word_and_phone_request_the_user_knows():
-    lines = [line.lower() for line in request_lines()]
+    lines = [line.lower() for line in request_lines(VOCABULARY)]
     assert all(any(line.startswith(word) or line.startswith(f"please {word}") for line in lines)
                for word in REQUEST_WORDS if word != "please") and any(line.startswith("please") for line in lines)
     examples = [e for s in SETTINGS for e in s.examples]
     assert all(any(e in line for line in lines) for e in examples)
+
+
+def test_the_asking_scripts_say_the_words_of_the_episodes_domain():
+    """They read the domain's declared vocabulary at reset (never the task): telecom's phone requests on telecom,
+    every request word alone where the user understands none in words."""
+    for name, expected in (("requests", request_lines), ("mixed", lambda v: mixed_agent(request_lines(v)).lines)):
+        agent = BLIND_AGENTS[name]()
+        for domain, vocabulary in (("telecom", VOCABULARY), ("retail", None), ("telecom", VOCABULARY)):
+            agent.reset({"domain": domain, "task_id": "ignored"})
+            assert list(agent.lines) == list(expected(vocabulary)), (name, domain)
+    assert all(ANYTHING in line for line in request_lines(None))
+    assert any("airplane mode" in line for line in request_lines(VOCABULARY))
 
 
 def test_blind_agents_only_talk_and_ignore_what_they_see():

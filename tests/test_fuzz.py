@@ -3,17 +3,31 @@ half-writes, and every trajectory serialises. benchmarks/fuzz.py runs the same g
 
 import pytest
 
+import mua_gym
 from mua_gym.eval import fuzz as testing
 from mua_gym.eval.fuzz import fuzz
 from mua_gym.world import World
 
 SMALL = {"count": 40}  # generated tasks: a small set keeps the first reset of each domain short
 ACTIONS = {"mock": 2500, "retail": 3000, "airline": 3000, "telecom": 3000}  # 20,000 actions in all
-CONFIGS = [(domain, user, None if domain == "mock" else SMALL, ACTIONS[domain]) for domain, user in testing.FUZZ_SETUPS]
+CONFIGS = [(domain, user, None if domain == "mock" else SMALL, ACTIONS[domain])
+           for domain, user in testing.fuzz_setups(ACTIONS)]
 
 
 def test_the_configs_make_twenty_thousand_actions():
     assert sum(c[3] for c in CONFIGS) >= 20_000
+
+
+def test_the_setups_come_from_the_registry_and_each_domains_declaration():
+    """Every registered domain, with the scripted user unless it is dual control; phone phrases from a domain's
+    user vocabulary, or naming its user tools where it declares none."""
+    setups = testing.fuzz_setups()
+    assert set(testing.fuzz_setups(ACTIONS)) <= set(setups) and len(testing.fuzz_setups(ACTIONS)) == 7
+    assert ("telecom", "scenario") in setups and ("telecom", "scripted") not in setups
+    telecom = mua_gym.get_domain("telecom")
+    assert testing.user_phrases(telecom) == list(telecom.user_vocabulary.samples)
+    assert testing.user_phrases(mua_gym.get_domain("mock")) == ["please run toggle_notifications"]
+    assert testing.user_phrases(mua_gym.get_domain("retail")) == []
 
 
 @pytest.mark.parametrize("domain,user,params,actions", CONFIGS, ids=[f"{c[0]}-{c[1]}" for c in CONFIGS])
@@ -56,7 +70,7 @@ def test_the_fuzzer_catches_exceptions_and_slow_steps(monkeypatch):
 
     from mua_gym.env import core as env_module
 
-    real = env_module.to_assistant_message
+    real = env_module.read_action
     calls = {"n": 0}
 
     def flaky(action, parser, turn):
@@ -69,7 +83,7 @@ def test_the_fuzzer_catches_exceptions_and_slow_steps(monkeypatch):
                 pass
         return real(action, parser, turn)
 
-    monkeypatch.setattr(env_module, "to_assistant_message", flaky)
+    monkeypatch.setattr(env_module, "read_action", flaky)
     counts = fuzz("mock", "scripted", 200, seed=3)
     assert counts.exceptions == 4 and counts.slow_steps == 1 and not counts.ok
     assert any("RuntimeError: boom" in f for f in counts.failures)
@@ -82,14 +96,14 @@ def test_the_fuzzer_times_steps_without_the_garbage_collector(monkeypatch):
 
     from mua_gym.env import core as env_module
 
-    real = env_module.to_assistant_message
+    real = env_module.read_action
     seen = []
 
     def watched(action, parser, turn):
         seen.append(gc.isenabled())
         return real(action, parser, turn)
 
-    monkeypatch.setattr(env_module, "to_assistant_message", watched)
+    monkeypatch.setattr(env_module, "read_action", watched)
     assert gc.isenabled()
     counts = fuzz("mock", "scripted", 50, seed=3)
     assert counts.actions == 50 and len(seen) >= 40 and not any(seen)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mua_gym.domain.registry import DomainLoadError, get_domain
+from mua_gym.domain.registry import user_vocabulary
 from mua_gym.domain.vocabulary import UserVocabulary
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage
 from mua_gym.task import Persona, Task
@@ -204,12 +204,7 @@ class ScenarioUser(UserSimulator):
     def _words(self, task: Task) -> UserVocabulary | None:
         """What the user understands in words: its own vocabulary, else the one ``task``'s domain declares (None
         for a domain that declares none, or that is not registered)."""
-        if self.vocabulary is not None:
-            return self.vocabulary
-        try:
-            return get_domain(task.domain).user_vocabulary
-        except (KeyError, DomainLoadError):  # an unregistered domain's task: only tools named outright are run
-            return None
+        return self.vocabulary if self.vocabulary is not None else user_vocabulary(task.domain)
 
     # -- what to say -------------------------------------------------------------------------------
     def _identity(self) -> str:

@@ -22,9 +22,9 @@ from typing import Any
 
 import gymnasium
 
-from mua_gym.domain import Domain, env_name
+from mua_gym.domain import Domain, UserVocabulary, env_name
 
-__all__ = ["ENTRY_POINT_GROUP", "available_domains", "env_id", "get_domain", "register_envs"]
+__all__ = ["ENTRY_POINT_GROUP", "available_domains", "env_id", "get_domain", "register_envs", "user_vocabulary"]
 
 ENTRY_POINT_GROUP = "mua_gym.domains"
 _OWN_DISTRIBUTION = "mua_gym"  # its entry points are the built-in domains: another package cannot take their names
@@ -106,6 +106,17 @@ def get_domain(name: str) -> Domain:
         if key not in _loaded:
             _loaded[key] = _load(key)
         return _loaded[key]
+
+
+def user_vocabulary(name: str | None) -> UserVocabulary | None:
+    """The ``user_vocabulary`` the domain called ``name`` declares: None where it declares none, and where no domain
+    of that name is known or loads (what its user understands in words is then nothing)."""
+    if name is None:
+        return None
+    try:
+        return get_domain(name).user_vocabulary
+    except (KeyError, DomainLoadError):  # a task or env of a domain never registered here, or a broken plugin
+        return None
 
 
 def register_domain(domain: Domain) -> str:

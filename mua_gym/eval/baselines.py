@@ -4,8 +4,9 @@ Blind agents never call a tool and never read the task, the tools or the policy;
 
 - ``greetings``: pleasantries only;
 - ``affirmations``: "yes / confirm / done" over and over;
-- ``requests``: one request per turn, cycling through every request word and every phone request the scenario
-  user recognises (read from its own tables, so the list stays complete), then "anything else?";
+- ``requests``: one request per turn, cycling through every request word and every request the scenario user of
+  the episode's domain recognises (read from the domain's ``user_vocabulary`` at reset, so the list stays
+  complete), then "anything else?";
 - ``mixed``: a greeting, then requests interleaved with affirmations, then "anything else?";
 - ``answers``: every answer an information request could have, said at once (each flight status there is, a
   zero amount, a made-up tracking number), so that an answer judged by words alone would be paid.
@@ -23,9 +24,9 @@ a stronger attacker than any policy), then do anything but solve it:
   number and id of the results;
 - ``lookup-scattershot``: call every write tool with values taken from the results;
 - ``refused-options``: make each look-up with a bogus argument (each is refused), then name every option;
-- ``lookup-requests``: ask the user for every phone request there is, in turn, then transfer;
-- ``lookup-shotgun``: ask the user for every phone fix once, each in the direction that mends it (airplane
-  mode off, mobile data on, reseat, reset, reboot, grant, pay...), with no diagnosis.
+- ``lookup-requests``: ask the user for every request of the domain's vocabulary, in turn, then transfer;
+- ``lookup-shotgun``: ask the user for every fix of the domain's vocabulary once, each in the direction that mends
+  it (telecom's: airplane mode off, mobile data on, reseat, reset, reboot, grant, pay...), with no diagnosis.
 
 Every domain's generated test split must pay each of them at most 1% (``tests/test_blind_agents.py``,
 ``tests/test_exploit_agents.py``; ``mua-gym audit`` plays them on any domain).
@@ -36,12 +37,14 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Sequence
 
+from mua_gym.domain.registry import user_vocabulary
+from mua_gym.domain.vocabulary import UserVocabulary
 from mua_gym.eval.agents import Agent
 from mua_gym.env.communicate import tokens
 from mua_gym.task import Action, Task
 
-__all__ = ["BLIND_AGENTS", "BlindAgent", "EXPLOIT_AGENTS", "ExploitAgent", "affirmations_agent", "answers_agent",
-           "greetings_agent", "mixed_agent", "request_lines", "requests_agent"]
+__all__ = ["BLIND_AGENTS", "AskingAgent", "BlindAgent", "EXPLOIT_AGENTS", "ExploitAgent", "affirmations_agent",
+           "answers_agent", "greetings_agent", "mixed_agent", "request_lines", "requests_agent"]
 
 GREETINGS = ("Hello!", "Hi there, how can I help you today?", "Good day! I'm here to help.",
              "Thanks for reaching out to us.", "Hello again! Happy to help.")
@@ -76,13 +79,37 @@ class BlindAgent(Agent):
         return self.then if self.then is not None else self.lines[index % len(self.lines)]
 
 
-def request_lines() -> list[str]:
-    """One request per line: first each phone setting's first example (mostly fixes), with "Please", then the
-    remaining examples, each led by the next request word in turn, until every word and example was said."""
-    from mua_gym.user_sims.phone_requests import REQUEST_WORDS, SETTINGS
+#: What a blind agent asks for where the user understands no request in words (a domain without a vocabulary).
+ANYTHING = "do whatever fixes it on your side"
 
-    first = [f"Please {s.examples[0]}." for s in SETTINGS]
-    rest = [e for s in SETTINGS for e in s.examples[1:]]
+
+class AskingAgent(BlindAgent):
+    """A blind agent whose lines are made from what the user of the episode's domain understands: at each reset,
+    ``make_lines(vocabulary)`` with the ``user_vocabulary`` of the domain named by ``info["domain"]`` (None before
+    the first reset, and for a domain that declares none); then ``then``. Returns plain text each step."""
+
+    def __init__(self, make_lines: Callable[[UserVocabulary | None], list[str]], then: str | None = CLOSING) -> None:
+        super().__init__(make_lines(None), then)
+        self._make_lines = make_lines
+        self._domain: str | None = None
+
+    def reset(self, info: dict[str, Any]) -> None:
+        super().reset(info)
+        domain = info.get("domain")
+        if domain != self._domain:  # the env's domain, never the task: it stays blind to what is wanted
+            self._domain = domain
+            self.lines = tuple(self._make_lines(user_vocabulary(domain)) or (CLOSING,))
+
+
+def request_lines(vocabulary: UserVocabulary | None = None) -> list[str]:
+    """One request per line: first each setting's first example of ``vocabulary`` (mostly fixes), with "Please",
+    then the remaining examples, each led by the next request word in turn, until every word and example was said
+    (without a vocabulary, every request word asks for :data:`ANYTHING`)."""
+    from mua_gym.user_sims.tool_requests import REQUEST_WORDS
+
+    settings = vocabulary.settings if vocabulary is not None else ()
+    first = [f"Please {s.examples[0]}." for s in settings if s.examples]
+    rest = [e for s in settings for e in s.examples[1:]] or [ANYTHING]
     count = max(len(rest), len(REQUEST_WORDS))
     led = [f"{REQUEST_WORDS[i % len(REQUEST_WORDS)].capitalize()} {rest[i % len(rest)]}." for i in range(count)]
     return first + led
@@ -99,17 +126,26 @@ def affirmations_agent() -> BlindAgent:
 
 
 def requests_agent(lines: Sequence[str] | None = None) -> BlindAgent:
-    """Every recognised request once (``lines``: :func:`request_lines`), then "anything else?"."""
-    return BlindAgent(list(lines) if lines is not None else request_lines(), then=CLOSING)
+    """Every request the episode's user recognises once (``lines``: those instead), then "anything else?"."""
+    if lines is not None:
+        return BlindAgent(list(lines), then=CLOSING)
+    return AskingAgent(request_lines)
 
 
-def mixed_agent(lines: Sequence[str] | None = None) -> BlindAgent:
-    """A greeting, then each request followed by an affirmation, then "anything else?"."""
-    requests = list(lines) if lines is not None else request_lines()
+def _mixed(requests: Sequence[str]) -> list[str]:
+    """A greeting, then each of ``requests`` followed by an affirmation."""
     said = [GREETINGS[0]]
     for i, line in enumerate(requests):
         said += [line, AFFIRMATIONS[i % len(AFFIRMATIONS)]]
-    return BlindAgent(said, then=CLOSING)
+    return said
+
+
+def mixed_agent(lines: Sequence[str] | None = None) -> BlindAgent:
+    """A greeting, then each request (``lines``, or those the episode's user recognises) followed by an
+    affirmation, then "anything else?"."""
+    if lines is not None:
+        return BlindAgent(_mixed(lines), then=CLOSING)
+    return AskingAgent(lambda vocabulary: _mixed(request_lines(vocabulary)))
 
 
 def answers_agent() -> BlindAgent:
@@ -220,13 +256,12 @@ class ExploitAgent(Agent):
             values = [t for r in results for t in tokens(r)] or ["x"]
             return [self._call(name, {p: values[i % len(values)] for i, p in enumerate(self._parameters(name))})
                     for name in self.writes]
-        if strategy == "lookup-shotgun":  # every phone fix once, no diagnosis
-            from mua_gym.user_sims.phone_requests import SETTINGS
-
-            fixes = [e for setting in SETTINGS for e in setting.examples[:1] if not e.startswith(("check", "tell"))]
-            return [self._say(f"Please {fix}.") for fix in fixes + ["allow storage permission for messaging"]]
+        vocabulary = self.domain.user_vocabulary
+        if strategy == "lookup-shotgun":  # every fix the user understands, once, no diagnosis
+            fixes = vocabulary.fix_requests() if vocabulary is not None else ()
+            return [self._say(f"Please {fix}.") for fix in fixes]
         if strategy == "lookup-requests":
-            lines = [self._say(line) for line in request_lines()]
+            lines = [self._say(line) for line in request_lines(vocabulary)]
             if "transfer_to_human_agents" in self.tools:
                 lines.append(self._call("transfer_to_human_agents", {"summary": "The customer needs more help."}))
             return lines

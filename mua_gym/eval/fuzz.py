@@ -25,20 +25,18 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from mua_gym.domain import Domain
 from mua_gym.messages import AssistantMessage, ToolCall
 from mua_gym.env.parsing import MAX_TOOL_CALLS
 from mua_gym.env.trajectory import Trajectory
 
-__all__ = ["ActionFuzzer", "FUZZ_SETUPS", "FuzzCounts", "SLOW_STEP_S", "fuzz"]
+__all__ = ["ActionFuzzer", "FuzzCounts", "SLOW_STEP_S", "fuzz", "fuzz_setups", "user_phrases"]
 
 SLOW_STEP_S = 1.0
-#: The (domain, user) pairs the fuzzer covers: every domain, with each user that can play it.
-FUZZ_SETUPS = (("mock", "scripted"), ("mock", "scenario"), ("retail", "scripted"), ("retail", "scenario"),
-               ("airline", "scripted"), ("airline", "scenario"), ("telecom", "scenario"))
 HUGE_DIGITS = "9" * 5000  # past Python's int-from-str limit (4,300 digits)
 HUGE_INT = 10 ** 5000  # made by arithmetic: int("9" * 5000) itself raises
 SQL = ["'; DROP TABLE users; --", "1 OR 1=1", "\" OR \"\"=\"", "'); DELETE FROM orders; --", "%", "_%_", "NULL",
@@ -107,19 +105,20 @@ class ActionFuzzer:
     """Draws actions for one env from a numpy Generator.
 
     ``tools`` are the agent's OpenAI schemas, ``user_tools`` the names of the user's own tools (dual control),
-    ``values`` argument values seen in the tasks' gold calls, by argument name. ``max_size`` bounds the long
-    texts (characters).
+    ``values`` argument values seen in the tasks' gold calls, by argument name. ``phrases`` are requests for the
+    user to act (:func:`user_phrases`; none where the user has no tools). ``max_size`` bounds the long texts
+    (characters).
     """
 
     def __init__(self, rng: np.random.Generator, tools: list[dict[str, Any]], user_tools: list[str],
-                 values: dict[str, list[Any]], *, telecom_phrases: bool = False, max_size: int = 20_000) -> None:
+                 values: dict[str, list[Any]], *, phrases: Sequence[str] = (), max_size: int = 20_000) -> None:
         self.rng = rng
         self.tools = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
         self.tool_names = sorted(self.tools)
         self.user_tools = sorted(user_tools)
         self.values = values
         self.value_names = sorted(values)
-        self.telecom_phrases = telecom_phrases
+        self.phrases = list(phrases)
         self.max_size = max_size
         self.gold_calls: list[tuple[str, dict[str, Any]]] = []
         self._shapes: list[tuple[float, Callable[[], Any]]] = [
@@ -237,9 +236,8 @@ class ActionFuzzer:
             return "I can help with that. " + self._string()
         if roll < 0.6:
             return {"role": "assistant", "content": [{"type": "text", "text": self._string()}, {"text": 5}]}
-        if roll < 0.7 and self.telecom_phrases:
-            return self._pick(["please turn on airplane mode", "could you toggle your data", "please reboot the phone",
-                               "please restart your phone and turn off the wifi calling"])
+        if roll < 0.7 and self.phrases:
+            return self._pick(self.phrases)
         return self._string() + self._pick(["", "?", " Anything else?", "\x00"])
 
     def _hermes_broken(self) -> str:
@@ -311,7 +309,7 @@ class ActionFuzzer:
         n = int(self.rng.integers(1, self.max_size // 8))
         shapes = ["<think>" * n, "</think>" * n, "<tool_call>{" * n, "<tool_call></tool_call>" * min(n, 400),
                   "[" * n, "{" * n, '"' * n, self._unicode(min(n, 5000)), "\x00" * n, "\ud800" * n]
-        if self.telecom_phrases:  # the phone-phrase shapes the scenario user's matching has been slow on
+        if self.phrases:  # the request shapes the scenario user's matching of a user's requests has been slow on
             shapes += ["please " + "turn " * n, "please " + "toggle " * n, "could you please " * n + "reboot"]
         return self._pick(shapes)
 
@@ -370,6 +368,30 @@ def _describe(action: Any) -> str:
     return text[:300] + ("..." if len(text) > 300 else "")
 
 
+def fuzz_setups(domains: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """The (domain, user) pairs the fuzzer covers: each of ``domains`` (None: every registered one), with the
+    scripted user where its tasks need none of the user's own actions (not dual control), and the scenario user."""
+    from mua_gym.domain.registry import available_domains, get_domain
+
+    pairs: list[tuple[str, str]] = []
+    for name in available_domains() if domains is None else domains:
+        if not get_domain(name).dual_control:
+            pairs.append((name, "scripted"))
+        pairs.append((name, "scenario"))
+    return pairs
+
+
+def user_phrases(domain: Domain) -> list[str]:
+    """Requests for the user of ``domain`` to act: those its ``user_vocabulary`` samples, else one naming each user
+    tool outright; none for a user without tools."""
+    tools = domain.user_tools.names() if domain.user_tools else []
+    if not tools:
+        return []
+    if domain.user_vocabulary is not None:
+        return list(domain.user_vocabulary.sample_requests())
+    return [f"please run {name}" for name in tools]
+
+
 def _gold_values(tasks: list[Any]) -> tuple[dict[str, list[Any]], list[tuple[str, dict[str, Any]]]]:
     """(argument values by name, the assistant's gold calls) over ``tasks``, in a fixed order."""
     values: dict[str, list[Any]] = {}
@@ -409,7 +431,7 @@ def fuzz(domain: str, user: str, actions: int, seed: int, *, world_params: dict[
     core = env.core
     values, gold_calls = _gold_values(core.tasks())
     user_tools = core.domain.user_tools.names() if core.domain.user_tools else []
-    fuzzer = ActionFuzzer(rng, core.tool_schemas, user_tools, values, telecom_phrases=bool(user_tools),
+    fuzzer = ActionFuzzer(rng, core.tool_schemas, user_tools, values, phrases=user_phrases(core.domain),
                           max_size=max_size)
     fuzzer.gold_calls = gold_calls
     counts = FuzzCounts(domain, user)
