@@ -3,9 +3,10 @@
     python benchmarks/bench.py                      # mock, retail, airline and telecom
     python benchmarks/bench.py --domain retail --repeat 300
 
-Medians of: reset, one env step with a tool call, a bare read tool call, the terminal reward, a gold
-episode on a TAU2 task (reset, gold calls, reward), whole oracle + scripted episodes per second, and memory
-per live episode. These machines are noisy: read the ratios, not the absolute times.
+Medians of: reset, one env step with a tool call, a bare read tool call (warm, and first after a reset, with
+what the step adds to it), the terminal reward, a gold episode on a TAU2 task (reset, gold calls, reward), whole
+oracle + scripted episodes per second, and memory per live episode. These machines are noisy: read the ratios,
+not the absolute times.
 """
 
 from __future__ import annotations
@@ -42,6 +43,23 @@ def median_us(fn: Callable[[], Any], repeat: int, setup: Callable[[], Any] | Non
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e6
+
+
+def first_call_us(env: MuaEnv, reset: Callable[[], Any], read: dict[str, Any], repeat: int) -> tuple[float, float]:
+    """Medians of the first read call after a reset made bare (``world.call_tool``) and made as an env step, taken
+    in turns so that both see the same machine load and the same cold start (a reset leaves caches cold)."""
+    bare, step = [], []
+    for _ in range(max(repeat, 1000)):
+        reset()
+        world = env.world
+        t0 = time.perf_counter()
+        world.call_tool(read["name"], read["arguments"])
+        bare.append(time.perf_counter() - t0)
+        reset()
+        t0 = time.perf_counter()
+        env.step(read)
+        step.append(time.perf_counter() - t0)
+    return statistics.median(bare) * 1e6, statistics.median(step) * 1e6
 
 
 def play(env: MuaEnv, task: Any) -> float:
@@ -110,6 +128,9 @@ def bench_env(label: str, env_kwargs: dict[str, Any], tasks: list[Any], read: di
     world = env.world
     rows.append((label, "bare read tool call (world.call_tool)",
                  median_us(lambda: world.call_tool(read["name"], read["arguments"]), repeat), tau2.get("read")))
+    bare, step = first_call_us(env, reset, read, repeat)
+    rows.append((label, "bare read tool call, first after reset", bare, tau2.get("read")))
+    rows.append((label, "read step's overhead on that bare call", step - bare, None))
 
     def after_write() -> None:
         reset()

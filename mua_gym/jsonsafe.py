@@ -13,9 +13,11 @@ import json
 import math
 import re
 import sys
-from typing import Any, NoReturn
+import threading
+from typing import Any, Callable, NoReturn
 
-__all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "first_object", "loads", "loads_shape"]
+__all__ = ["JSONError", "MAX_INT_DIGITS", "clean_text", "dumps", "first_object", "loads", "loads_shape",
+           "flat_json_copy", "plain_object"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: Longer integer literals are refused: Python cannot turn them into ints (sys.get_int_max_str_digits).
@@ -114,11 +116,37 @@ _STRICT = json.JSONDecoder(parse_int=_bounded_int, parse_float=_finite_float, pa
 _SHAPE = json.JSONDecoder(parse_int=_zero, parse_float=_zero, parse_constant=_zero)
 
 
+_local = threading.local()
+
+
+def _encoder() -> Callable[[Any], str]:
+    """This thread's ``json.dumps`` with the default options, its C encoder made once (json.dumps makes one per
+    call, which costs more than writing a small object); ``json.dumps`` itself where there is no C encoder."""
+    encode = getattr(_local, "encode", None)
+    if encode is None:
+        make = json.encoder.c_make_encoder
+        if make is None:
+            encode = json.dumps
+        else:
+            markers: dict[int, Any] = {}
+            write = make(markers, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ",
+                         False, False, True)  # (json.dumps's defaults: no sort, no skipkeys, NaN written)
+
+            def encode(value: Any) -> str:
+                try:
+                    return "".join(write(value, 0))
+                except BaseException:
+                    markers.clear()  # (an encoding cut short leaves its open containers marked)
+                    raise
+        _local.encode = encode
+    return encode
+
+
 def dumps(value: Any) -> str:
     """The JSON text of ``value`` (NaN and infinities written as their JavaScript names, as ``json`` does, so
     that the reader refuses them with a clear message); raises :class:`JSONError` for what cannot be written."""
     try:
-        return json.dumps(value)
+        return _encoder()(value)
     except RecursionError:
         raise JSONError("nested too deeply") from None
     except ValueError as exc:
@@ -143,3 +171,60 @@ def clean_text(text: str) -> str:
             parked = text.replace("?", parking).encode("utf-8", "replace").decode("utf-8")
             return parked.replace("?", "\ufffd").replace(parking, "?")
     return _SURROGATE.sub("\ufffd", text)
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def plain_object(value: Any) -> bool:
+    """Whether ``value`` is a dict that :func:`loads` would give back from its :func:`dumps` text as it is: only
+    dicts with ``str`` keys, lists, strings, ints, finite floats, booleans and None, nowhere a subclass or a
+    tuple. One pass over the value, without recursion (call it on values :func:`dumps` could write)."""
+    if type(value) is not dict:
+        return False
+    nested: list[Any] = []
+    for key, item in value.items():  # (the common arguments: flat, read without the stack)
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if kind is dict or kind is list:
+            nested.append(item)
+        elif kind not in _SCALARS and not (kind is float and math.isfinite(item)):
+            return False
+    while nested:
+        item = nested.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, inner in item.items():
+                if type(key) is not str:
+                    return False
+                nested.append(inner)
+        elif kind is list:
+            nested.extend(item)
+        elif kind not in _SCALARS and not (kind is float and math.isfinite(item)):
+            return False
+    return True
+
+
+_INT_LIMIT = 10 ** MAX_INT_DIGITS
+
+
+def flat_json_copy(value: Any) -> dict[str, Any] | None:
+    """A copy of ``value`` where it is a flat JSON object that :func:`dumps` writes and :func:`loads` reads back
+    as it is (``str`` keys; values strings, ints :func:`loads` accepts, finite floats, booleans, None); else None.
+    Its values cannot change, so the copy stands for ``value`` as it was, whatever later happens to ``value``."""
+    if type(value) is not dict:
+        return None
+    for key, item in value.items():
+        if type(key) is not str:
+            return None
+        kind = type(item)
+        if kind is int:
+            if not -_INT_LIMIT < item < _INT_LIMIT:
+                return None
+        elif kind is float:
+            if not math.isfinite(item):
+                return None
+        elif not (kind is str or kind is bool or item is None):
+            return None
+    return dict(value)

@@ -65,8 +65,9 @@ from mua_gym.messages import (
 )
 from mua_gym.jsonsafe import JSONError, clean_text, loads
 from mua_gym.env.parsing import (
-    MALFORMED, ActionError, Parser, clean_call, get_parser, malformed_reason, to_assistant_message,
+    MALFORMED, ActionError, ParsedAction, ParsedCall, Parser, clean_call, get_parser, malformed_reason, read_action,
 )
+from mua_gym.env.transcript import ToolAnswer, Transcript
 from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbations, PerturbSpec, make_perturbations
 from mua_gym.env.reward import (
     Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, reward_mode, shape,
@@ -209,8 +210,7 @@ class AsyncMuaEnv:
         self.world: World | None = None
         self.task: Task | None = None
         self._seed: int | None = None
-        # (message, trainable, visible to the agent); made into TrajectoryEntry models only when asked for.
-        self._entries: list[tuple[Any, bool, bool]] = []
+        self._transcript = Transcript()
         self._user_view: list[Any] = []
         self._policy = self.domain.policy_text(world, **self.world_params) if policy is None else str(policy)
         # Every episode opens with the same system message: made once (its OpenAI dict is copied per episode).
@@ -299,7 +299,8 @@ class AsyncMuaEnv:
         self.world.reset(prepared.start, prepared.start_memory)
         self.task = task
         self._episode = EpisodeState()
-        self._entries = [(self._system, False, True)]
+        self._transcript = Transcript()
+        self._transcript.add(self._system)
         self._user_view = []
         observation = [dict(self._system_openai)]
         user_seed = int(self._rng.bit_generator.random_raw()) >> 33  # 31 random bits (Generator.integers is slow)
@@ -318,7 +319,7 @@ class AsyncMuaEnv:
             opening = UserMessage(content=clean_text(reply.content))
             self._user_view.append(opening)
             opening = self._as_agent_sees(opening)
-            self._entries.append((opening, False, True))
+            self._transcript.add(opening)
             observation.append(to_openai(opening))
         except Exception as exc:  # the episode is unusable; the first step reports it as truncated
             self._episode.pending_error = f"{type(exc).__name__}: {exc}"
@@ -349,17 +350,19 @@ class AsyncMuaEnv:
             return [], 0.0, False, self._finish_truncated("user_fault"), self._info()
         self._episode.turns += 1
         try:
-            message = to_assistant_message(action, self.parser, self._episode.turns)
+            action = read_action(action, self.parser, self._episode.turns)
         except (ActionError, ValidationError, TypeError) as exc:
             self._episode.tool_errors += 1
             self._check_limits()
             info = self._info()
             info["error"] = f"unreadable action: {exc}"
             return [], 0.0, False, self._episode.truncated, info
-        self._entries.append((message, True, True))
-        if not message.tool_calls:
+        if not action.calls:
+            message = action.message()  # (a text turn: the user reads it now)
+            self._transcript.add(message, trainable=True)
             return PendingStep(user_message=message)
-        observation = self._run_agent_tools(message)
+        self._transcript.add(action, trainable=True)
+        observation = self._run_agent_tools(action)
         self._check_limits()
         if self._episode.terminated and self.judge is not None and self.task is not None and self._needs_judge():
             return PendingStep(observation=observation)
@@ -397,9 +400,9 @@ class AsyncMuaEnv:
         observation answers each call with the error (or, where the calls' ids cannot be answered, the reply
         comes back without its calls and the error as a user message).
         """
-        before = len(self._entries)
+        before = len(self._transcript)
         observation, reward, terminated, truncated, info = await self.step(reply if action is None else action)
-        recorded = self._entries[before][0] if len(self._entries) > before else None
+        recorded = self._transcript.message(before) if len(self._transcript) > before else None
         if isinstance(recorded, AssistantMessage):
             reply = as_recorded(reply, recorded)
         elif not observation and "error" in info and not self._episode.done:
@@ -440,49 +443,53 @@ class AsyncMuaEnv:
         assert self.task is not None
         return needs_judge(self.task, prepare_task(self.domain, self.task).judge_only)
 
-    def _run_agent_tools(self, message: AssistantMessage) -> list[dict[str, Any]]:
+    def _run_agent_tools(self, action: ParsedAction) -> list[dict[str, Any]]:
         assert self.world is not None
         observation = []
-        for call in message.tool_calls or []:
-            self._episode.tool_calls += 1
+        episode, record = self._episode, self._transcript
+        for call in action.calls:
+            episode.tool_calls += 1
+            name = call.name
             charged = True  # the agent's own error, if it is one (not a service fault a perturbation made)
-            view = None if self.perturbations is None or call.function.name == MALFORMED else self._call_view(call)
-            if call.function.name == MALFORMED:
+            view = None if self.perturbations is None or name == MALFORMED else self._call_view(call)
+            if name == MALFORMED:
                 result = ToolResult.failure(
-                    f"malformed tool call ({malformed_reason(call.function.arguments)}); expected a JSON object "
-                    "with 'name' and 'arguments', got: " + call.function.arguments[:300])
+                    f"malformed tool call ({malformed_reason(call.arguments)}); expected a JSON object "
+                    "with 'name' and 'arguments', got: " + call.arguments[:300])
             elif view is not None and (answered := self._perturbed_call(view)) is not None:
                 result, charged = answered
-            elif self.offered_tools is not None and call.function.name not in self.offered_tools:
-                result = ToolResult.failure(f"tool '{str(call.function.name)[:200]}' is not offered in this env")
+            elif self.offered_tools is not None and name not in self.offered_tools:
+                result = ToolResult.failure(f"tool '{name[:200]}' is not offered in this env")
             else:
-                result = self.world.call_tool(call.function.name, call.function.arguments, "assistant")
+                arguments = call.arguments if call.decoded is None else call.decoded
+                result = self.world.call_tool(name, arguments, "assistant")
                 if view is not None and not result.error:
                     result = ToolResult(content=self.perturbations.tool_result(view, result.content))
             if not charged:
-                self._episode.service_faults += 1
+                episode.service_faults += 1
             elif result.error:
-                self._episode.tool_errors += 1
-            reply = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
-                                                error=result.error, requestor="assistant")
-            self._entries.append((reply, False, True))
-            observation.append(to_openai(reply))
-            if not result.error and call.function.name in self.domain.terminal_tools:
-                self._episode.end(True, "agent_stop")
+                episode.tool_errors += 1
+            record.add(ToolAnswer((call.id, result.content, name, result.error, "assistant")))
+            observation.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
+            if not result.error and name in self.domain.terminal_tools:
+                episode.end(True, "agent_stop")
                 break
         return observation
 
-    def _call_view(self, call: Any) -> Call:
+    def _call_view(self, call: ParsedCall) -> Call:
         """``call`` as a perturbation reads it: parsed arguments, the tool's kind (None for no such tool)."""
-        try:
-            parsed = loads(call.function.arguments)
-        except JSONError:
-            parsed = None
-        arguments = parsed if isinstance(parsed, dict) else call.function.arguments
-        found = self.domain.toolkit(self.source).tools.get(call.function.name)
-        if self.offered_tools is not None and call.function.name not in self.offered_tools:
+        arguments: Any = call.decoded
+        if arguments is None:
+            try:
+                arguments = loads(call.arguments)
+            except JSONError:
+                arguments = None
+            if not isinstance(arguments, dict):
+                arguments = call.arguments
+        found = self.domain.toolkit(self.source).tools.get(call.name)
+        if self.offered_tools is not None and call.name not in self.offered_tools:
             found = None
-        return Call(call.function.name, arguments, None if found is None else found.kind, self._episode.turns)
+        return Call(call.name, arguments, None if found is None else found.kind, self._episode.turns)
 
     def _perturbed_call(self, call: Call) -> tuple[ToolResult, bool] | None:
         """The answer a perturbation gives ``call`` instead of the world, and whether it is the agent's error."""
@@ -525,13 +532,14 @@ class AsyncMuaEnv:
             self._episode.void = f"user_error: {self._episode.pending_error}"
             return []
         self._user_view.append(said)
-        self._entries.append((self._as_agent_sees(said), False, True))
+        heard = self._as_agent_sees(said)
+        self._transcript.add(heard)
         token = next((t for t in STOP_TOKENS if t in said.content), None)
         if reply.walked_away:
             self._episode.end(True, "user_walked_away")
         elif token is not None:
             self._episode.end(True, TERMINATION_REASONS[token])
-        return [to_openai(self._entries[-1][0])]
+        return [to_openai(heard)]
 
     async def _checked(self, reply: UserReply, prompt: str, view: list[Any]) -> UserReply:
         """``reply`` once the fault checker (and reviewer) read it: the same, or under ``on_user_fault="retry"`` the
@@ -577,14 +585,14 @@ class AsyncMuaEnv:
         assert self.world is not None
         acting = UserMessage(content=clean_text(reply.content), tool_calls=[clean_call(c) for c in reply.tool_calls])
         self._user_view.append(acting)
-        self._entries.append((acting, False, False))
+        self._transcript.add(acting, visible=False)
         for call in acting.tool_calls or []:
             self._episode.user_tool_calls += 1
             result = self.world.call_tool(call.function.name, call.function.arguments, "user")
             done = ToolMessage(tool_call_id=call.id, content=result.content, name=call.function.name,
                                error=result.error, requestor="user")
             self._user_view.append(done)
-            self._entries.append((done, False, False))
+            self._transcript.add(done, visible=False)
 
     def _check_limits(self) -> None:
         if self._episode.done:
@@ -668,11 +676,11 @@ class AsyncMuaEnv:
     # -- records -----------------------------------------------------------------------------------
     def messages(self) -> list[Any]:
         """Every message of the episode so far (pydantic models), hidden user tool traffic included."""
-        return [message for message, _, _ in self._entries]
+        return self._transcript.messages()
 
     def agent_messages(self) -> list[dict[str, Any]]:
         """The conversation as the agent has seen it, as OpenAI chat dicts."""
-        return [to_openai(message) for message, _, visible in self._entries if visible]
+        return [to_openai(message) for message, _, visible in self._transcript.entries() if visible]
 
     def trajectory(self) -> Trajectory:
         if self.task is None:
@@ -681,7 +689,8 @@ class AsyncMuaEnv:
         return Trajectory(
             task_id=self.task.id, domain=self.domain.name, seed=self._seed, user=self.user.name,
             tools=self._episode_tools,
-            entries=[TrajectoryEntry(message=m, trainable=t, visible_to_agent=v) for m, t, v in self._entries],
+            entries=[TrajectoryEntry(message=m, trainable=t, visible_to_agent=v)
+                     for m, t, v in self._transcript.entries()],
             reward=episode.reward, reward_info=episode.reward_info, terminated=episode.terminated,
             truncated=episode.truncated, termination_reason=episode.reason, turns=episode.turns,
             tool_calls=episode.tool_calls, tool_errors=episode.tool_errors, user_tool_calls=episode.user_tool_calls,

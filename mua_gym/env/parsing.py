@@ -21,15 +21,16 @@ deeply, an integer past Python's int-from-str limit).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 from pydantic import ValidationError
 
-from mua_gym.jsonsafe import JSONError, clean_text, dumps, loads, loads_shape
+from mua_gym.jsonsafe import JSONError, clean_text, dumps, flat_json_copy, loads, loads_shape, plain_object
 from mua_gym.messages import AssistantMessage, FunctionCall, ToolCall, split_reasoning, tag_blocks
 
-__all__ = ["ActionError", "MAX_TOOL_CALLS", "Parser", "clean_call", "get_parser", "malformed_reason",
-           "split_reasoning", "to_assistant_message"]
+__all__ = ["ActionError", "MAX_TOOL_CALLS", "ParsedAction", "ParsedCall", "Parser", "clean_call", "get_parser",
+           "malformed_reason", "read_action", "split_reasoning", "to_assistant_message"]
 
 Parser = Callable[[str], AssistantMessage]
 
@@ -40,6 +41,64 @@ MAX_TOOL_CALLS = 256
 
 class ActionError(ValueError):
     """An action that cannot be read as an assistant message at all (wrong role, wrong type)."""
+
+
+@dataclass(slots=True)
+class ParsedCall:
+    """One call of an action, as the step runs it and the record keeps it."""
+
+    id: str
+    name: str
+    #: The arguments' JSON text (a malformed call: what the model wrote); None: not written yet (see
+    #: :attr:`arguments`).
+    text: str | None
+    #: The same arguments as a plain JSON object, where the action held them as one (the world takes them as
+    #: they are instead of reading the text again); None: the world reads the text.
+    decoded: dict[str, Any] | None = None
+
+    @property
+    def arguments(self) -> str:
+        """The arguments' JSON text, written from :attr:`decoded` the first time it is asked for."""
+        if self.text is None:
+            self.text = dumps(self.decoded)
+        return self.text
+
+    @classmethod
+    def of(cls, call: ToolCall) -> "ParsedCall":
+        return cls(call.id, call.function.name, call.function.arguments)
+
+    def tool_call(self) -> ToolCall:
+        return ToolCall(id=self.id, function=FunctionCall(name=self.name, arguments=self.arguments))
+
+
+@dataclass(slots=True)
+class ParsedAction:
+    """An action read into plain parts; its :class:`AssistantMessage` is built on the first :meth:`message`."""
+
+    content: str | None
+    calls: list[ParsedCall]
+    reasoning: str | None = None
+    #: Whether the message lists its calls where it has none (``tool_calls=[]``, kept as the caller gave it).
+    listed: bool = False
+    #: The message itself where it was given as one and records as it is.
+    built: AssistantMessage | None = None
+
+    @classmethod
+    def of(cls, message: AssistantMessage) -> "ParsedAction":
+        calls = message.tool_calls
+        return cls(message.content, [ParsedCall.of(c) for c in calls or ()], message.reasoning, calls is not None,
+                   message)
+
+    def changed(self) -> None:
+        """Forgets the message it was given as (a part changed): :meth:`message` builds a new one."""
+        self.built = None
+
+    def message(self) -> AssistantMessage:
+        if self.built is None:
+            calls = [c.tool_call() for c in self.calls]
+            self.built = AssistantMessage(content=self.content, tool_calls=calls if calls or self.listed else None,
+                                          reasoning=self.reasoning)
+        return self.built
 
 
 def malformed_reason(text: str) -> str:
@@ -74,22 +133,26 @@ def _arguments_text(name: str, args: Any) -> str:
         raise ActionError(f"the arguments of {clean_text(name)[:100]!r} cannot be written as JSON: {exc}") from None
 
 
-def _call_from_obj(obj: Any, call_id: str) -> ToolCall:
-    """A tool call from a decoded ``{"name", "arguments"}`` (or OpenAI ``{"function": ...}``) object."""
+def _call_from_obj(obj: Any, call_id: str) -> ParsedCall:
+    """A call from a decoded ``{"name", "arguments"}`` (or OpenAI ``{"function": ...}``) object."""
     if isinstance(obj, dict) and isinstance(obj.get("function"), dict):
         obj = obj["function"]
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        return ToolCall(id=call_id, function=FunctionCall(name=MALFORMED, arguments=_shown(obj)))
-    args = _arguments_text(obj["name"], obj.get("arguments", obj.get("parameters", {})))
-    return ToolCall(id=call_id, function=FunctionCall(name=obj["name"], arguments=args))
+        return ParsedCall(call_id, MALFORMED, _shown(obj))
+    args = obj.get("arguments", obj.get("parameters", {}))
+    flat = flat_json_copy(args)
+    if flat is not None:  # (the common arguments: a private copy now, their text only when a record is read)
+        return ParsedCall(call_id, obj["name"], None, flat)
+    text = _arguments_text(obj["name"], args)
+    return ParsedCall(call_id, obj["name"], text, args if text is not args and plain_object(args) else None)
 
 
-def parse_hermes(text: str) -> AssistantMessage:
+def _read_hermes(text: str) -> ParsedAction:
     visible, reasoning = split_reasoning(text)
     blocks, rest = tag_blocks(visible, "<tool_call>", "</tool_call>", to_end=True, limit=MAX_TOOL_CALLS)
     _check_count(len(blocks))
     if not blocks:
-        return AssistantMessage(content=visible, reasoning=reasoning)
+        return ParsedAction(visible, [], reasoning)
     calls = []
     for block in blocks:
         try:
@@ -101,10 +164,10 @@ def parse_hermes(text: str) -> AssistantMessage:
             calls.append(_call_from_obj(obj, ""))
         except ActionError:  # arguments nested to the brink of the decoder's depth may not encode again
             calls.append(_malformed(block.strip()))
-    return AssistantMessage(content=rest.strip() or None, tool_calls=calls, reasoning=reasoning)
+    return ParsedAction(rest.strip() or None, calls, reasoning, listed=True)
 
 
-def _bare_json(visible: str) -> list[ToolCall] | None:
+def _bare_json(visible: str) -> list[ParsedCall] | None:
     """The calls of a text that is one bare JSON call (or a list of them); None for a text that is not."""
     body = visible.strip()
     if body.startswith("```"):
@@ -133,31 +196,50 @@ def _looks_like_calls(obj: Any) -> bool:
     return bool(items) and all(isinstance(o, dict) and ("name" in o or "function" in o) for o in items)
 
 
-def _malformed(text: str) -> ToolCall:
+def _malformed(text: str) -> ParsedCall:
     """A call the world answers with an error that says why ``text`` is not a call (see :func:`malformed_reason`)."""
-    return ToolCall(id="", function=FunctionCall(name=MALFORMED, arguments=text))
+    return ParsedCall("", MALFORMED, text)
 
 
-def parse_json(text: str) -> AssistantMessage:
+def _read_json(text: str) -> ParsedAction:
     visible, reasoning = split_reasoning(text)
     calls = _bare_json(visible)
     if calls is None:
-        return AssistantMessage(content=visible, reasoning=reasoning)
-    return AssistantMessage(tool_calls=calls, reasoning=reasoning)
+        return ParsedAction(visible, [], reasoning)
+    return ParsedAction(None, calls, reasoning, listed=True)
+
+
+def _read_text(text: str) -> ParsedAction:
+    visible, reasoning = split_reasoning(text)
+    return ParsedAction(visible, [], reasoning)
+
+
+def _read_auto(text: str) -> ParsedAction:
+    if "<tool_call>" in text:
+        return _read_hermes(text)
+    return _read_json(text)
+
+
+def parse_hermes(text: str) -> AssistantMessage:
+    return _read_hermes(text).message()
+
+
+def parse_json(text: str) -> AssistantMessage:
+    return _read_json(text).message()
 
 
 def parse_text(text: str) -> AssistantMessage:
-    visible, reasoning = split_reasoning(text)
-    return AssistantMessage(content=visible, reasoning=reasoning)
+    return _read_text(text).message()
 
 
 def parse_auto(text: str) -> AssistantMessage:
-    if "<tool_call>" in text:
-        return parse_hermes(text)
-    return parse_json(text)
+    return _read_auto(text).message()
 
 
 PARSERS: dict[str, Parser] = {"auto": parse_auto, "hermes": parse_hermes, "json": parse_json, "text": parse_text}
+#: The built-in parsers' readers, which keep each call's decoded arguments (a custom parser gives only text).
+_READERS: dict[Parser, Callable[[str], ParsedAction]] = {
+    parse_auto: _read_auto, parse_hermes: _read_hermes, parse_json: _read_json, parse_text: _read_text}
 
 
 def get_parser(parser: str | Parser) -> Parser:
@@ -175,25 +257,34 @@ ActionLike = Union[str, dict[str, Any], AssistantMessage, ToolCall, list[Any]]
 def to_assistant_message(action: Any, parser: Parser, turn: int) -> AssistantMessage:
     """Reads any accepted action form, its text made writable as UTF-8 (lone surrogates become U+FFFD);
     raises :class:`ActionError` for wrong types or roles and for arguments that cannot be written as JSON."""
-    owned = True  # False: the caller's own objects, which are copied before any change
-    if isinstance(action, str):
-        message = parser(action)
+    return read_action(action, parser, turn).message()
+
+
+def read_action(action: Any, parser: Parser, turn: int) -> ParsedAction:
+    """:func:`to_assistant_message` as the step runs it: the calls as plain parts, each with its arguments decoded
+    where the action held them as objects, and the message built only when :meth:`ParsedAction.message` asks."""
+    if isinstance(action, dict):
+        parsed = _from_dict(action)
+    elif isinstance(action, str):
+        reader = _READERS.get(parser)
+        parsed = reader(action) if reader is not None else ParsedAction.of(parser(action))
     elif isinstance(action, AssistantMessage):
-        message, owned = action, False
+        parsed = ParsedAction.of(action)
     elif isinstance(action, ToolCall):
-        message, owned = AssistantMessage(tool_calls=[action]), False
-    elif isinstance(action, dict):
-        message = _from_dict(action)
+        parsed = ParsedAction(None, [ParsedCall.of(action)], listed=True)
     elif isinstance(action, (list, tuple)):
         _check_count(len(action))
-        message = AssistantMessage(tool_calls=[_call_from_any(a, i) for i, a in enumerate(action)])
-        if not message.tool_calls:
+        parsed = ParsedAction(None, [_call_from_any(a, i) for i, a in enumerate(action)], listed=True)
+        if not parsed.calls:
             raise ActionError("an empty list is not an action")
     else:
         raise ActionError(f"an action must be a string, a message dict or tool calls, not {type(action).__name__}")
-    _check_count(len(message.tool_calls or ()))  # a custom parser's or the caller's own message
-    message, owned = _clean(message, owned)
-    return _with_ids(_strip_think(message), turn, owned)
+    if len(parsed.calls) > MAX_TOOL_CALLS:  # a custom parser's or the caller's own message
+        _check_count(len(parsed.calls))
+    _clean(parsed)
+    _strip_think(parsed)
+    _with_ids(parsed, turn)
+    return parsed
 
 
 def _described(value: Any) -> str:
@@ -203,10 +294,10 @@ def _described(value: Any) -> str:
     return "None" if value is None else f"a {type(value).__name__}"
 
 
-def _from_dict(data: dict[str, Any]) -> AssistantMessage:
+def _from_dict(data: dict[str, Any]) -> ParsedAction:
     role = data.get("role")
     if role is None and ("function" in data or "name" in data):
-        return AssistantMessage(tool_calls=[_call_from_any(data, 0)])
+        return ParsedAction(None, [_call_from_any(data, 0)], listed=True)
     if role != "assistant":
         raise ActionError(f"an action message must have role 'assistant', not {_described(role)}")
     content = data.get("content")
@@ -224,40 +315,41 @@ def _from_dict(data: dict[str, Any]) -> AssistantMessage:
     if not isinstance(raw_calls, (list, tuple)):
         raise ActionError(f"tool_calls must be a list, not {_described(raw_calls)}")
     _check_count(len(raw_calls))
-    calls = [_call_from_any(c, i) for i, c in enumerate(raw_calls)]
-    return AssistantMessage(content=content, tool_calls=calls or None, reasoning=reasoning)
+    return ParsedAction(content, [_call_from_any(c, i) for i, c in enumerate(raw_calls)], reasoning)
 
 
-def _call_from_any(item: Any, index: int) -> ToolCall:
+def _call_from_any(item: Any, index: int) -> ParsedCall:
     if isinstance(item, ToolCall):
-        return item
+        return ParsedCall.of(item)
     if not isinstance(item, dict):
         raise ActionError(f"a tool call must be a dict, not {type(item).__name__}")
     call_id = item.get("id")
     call = _call_from_obj(item, call_id if isinstance(call_id, str) else "")  # other ids are replaced
-    if call.function.name == MALFORMED and isinstance(item.get("function"), dict) and "arguments" in item["function"]:
-        raw = _arguments_text(call.function.name, item["function"]["arguments"])
-        call = ToolCall(id=call.id, function=FunctionCall(name=call.function.name, arguments=raw))
+    if call.name == MALFORMED and isinstance(item.get("function"), dict) and "arguments" in item["function"]:
+        call.text = _arguments_text(call.name, item["function"]["arguments"])
     return call
 
 
-def _clean(message: AssistantMessage, owned: bool) -> tuple[AssistantMessage, bool]:
-    """``message`` with every text in it passed through :func:`clean_text`: itself where none changes, else a new
-    message (which shares the unchanged calls, so it is owned only if ``message`` was)."""
-    calls = message.tool_calls or []
-    if (message.content is None or message.content.isascii()) and (
-            message.reasoning is None or message.reasoning.isascii()):
+def _clean(parsed: ParsedAction) -> None:
+    """Passes every text of ``parsed`` through :func:`clean_text`."""
+    calls = parsed.calls
+    if (parsed.content is None or parsed.content.isascii()) and (
+            parsed.reasoning is None or parsed.reasoning.isascii()):
         for call in calls:  # the common case, checked without a call per text (this is on every step)
-            if not (call.id.isascii() and call.function.name.isascii() and call.function.arguments.isascii()):
+            if not (call.id.isascii() and call.name.isascii() and (call.text is None or call.text.isascii())):
                 break
         else:
-            return message, owned
-    content = clean_text(message.content) if message.content is not None else None
-    reasoning = clean_text(message.reasoning) if message.reasoning is not None else None
-    cleaned = [clean_call(c) for c in calls]
-    if content is message.content and reasoning is message.reasoning and all(a is b for a, b in zip(cleaned, calls)):
-        return message, owned
-    return AssistantMessage(content=content, tool_calls=cleaned or None, reasoning=reasoning), owned
+            return
+    content = clean_text(parsed.content) if parsed.content is not None else None
+    reasoning = clean_text(parsed.reasoning) if parsed.reasoning is not None else None
+    changed = content is not parsed.content or reasoning is not parsed.reasoning
+    parsed.content, parsed.reasoning = content, reasoning
+    for call in calls:
+        id_, name, arguments = clean_text(call.id), clean_text(call.name), clean_text(call.arguments)
+        if id_ is not call.id or name is not call.name or arguments is not call.arguments:
+            call.id, call.name, call.text, changed = id_, name, arguments, True
+    if changed:
+        parsed.changed()
 
 
 def clean_call(call: ToolCall) -> ToolCall:
@@ -268,31 +360,32 @@ def clean_call(call: ToolCall) -> ToolCall:
     return ToolCall(id=id_, function=FunctionCall(name=name, arguments=arguments))
 
 
-def _strip_think(message: AssistantMessage) -> AssistantMessage:
-    if message.content and ("<think>" in message.content or "</think>" in message.content):
-        visible, reasoning = split_reasoning(message.content)
-        joined = "\n".join(r for r in (message.reasoning, reasoning) if r) or None
-        return message.model_copy(update={"content": visible, "reasoning": joined})
-    return message
+def _strip_think(parsed: ParsedAction) -> None:
+    content = parsed.content
+    if content and ("<think>" in content or "</think>" in content):
+        visible, reasoning = split_reasoning(content)
+        parsed.content = visible
+        parsed.reasoning = "\n".join(r for r in (parsed.reasoning, reasoning) if r) or None
+        parsed.changed()
 
 
-def _with_ids(message: AssistantMessage, turn: int, owned: bool) -> AssistantMessage:
+def _with_ids(parsed: ParsedAction, turn: int) -> None:
     """Gives every call a unique id; the caller's own ids are kept."""
-    if not message.tool_calls:
-        return message
+    calls = parsed.calls
+    if len(calls) == 1:  # (most actions: nothing to compare the id with)
+        if not calls[0].id:
+            calls[0].id, parsed.built = f"call_{turn}_0", None
+        return
     seen: set[str] = set()
-    for i, call in enumerate(message.tool_calls):
+    for i, call in enumerate(calls):
         if not call.id or call.id in seen:
-            if not owned:
-                message, owned = message.model_copy(deep=True), True
-            message.tool_calls[i].id = f"call_{turn}_{i}"  # type: ignore[index]
-        seen.add(message.tool_calls[i].id)  # type: ignore[index]
-    return message
+            call.id, parsed.built = f"call_{turn}_{i}", None
+        seen.add(call.id)
 
 
 def validate_action_dict(data: Any) -> bool:
     try:
-        to_assistant_message(data, parse_text, 0)
+        read_action(data, parse_text, 0)
     except (ActionError, ValidationError, TypeError):
         return False
     return True
