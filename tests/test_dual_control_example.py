@@ -56,6 +56,16 @@ def test_without_the_words_the_user_does_not_act_and_the_task_fails(example, wor
     assert example.play(MuaEnv(example.DOMAIN, user=user), example.IN_WORDS) == reward
 
 
+def test_an_env_of_an_unregistered_domain_gives_the_user_it_makes_the_domains_words(example):
+    """The env hands the scenario user it makes (by name) its domain's words: no registry is asked; a user the caller
+    built keeps the words it was given."""
+    env = MuaEnv(example.DOMAIN, user="scenario")
+    assert env.core.user.vocabulary is example.VOCABULARY
+    assert example.play(env, example.IN_WORDS) == 1.0
+    given = ScenarioUser()
+    assert MuaEnv(example.DOMAIN, user=given).core.user.vocabulary is None
+
+
 def test_the_fuzzer_and_the_audit_use_the_declared_words():
     code = textwrap.dedent(f"""
         import importlib.util, sys, mua_gym

@@ -178,6 +178,8 @@ class AsyncMuaEnv:
         world = world or self.domain.default_source
         self.domain.check_source(world, world_params or {})
         self.user: UserSimulator = make_user(user or self.domain.default_user(world), **(user_kwargs or {}))
+        if not isinstance(user, UserSimulator) and getattr(self.user, "vocabulary", False) is None:
+            self.user.vocabulary = self.domain.user_vocabulary  # type: ignore[attr-defined]  # (ours alone: the env made it)
         _check_user_can_act(self.domain, self.user, tasks)
         self.source = world
         self.world_params = dict(world_params or {})
