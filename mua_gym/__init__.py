@@ -17,6 +17,7 @@ from mua_gym.world.diff import WorldDiff
 from mua_gym.domain import Domain
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.env.gym_env import MuaEnv
+from mua_gym.env.options import check_env_options
 from mua_gym.world.image import WorldImage, WorldSnapshot
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.domain.registry import available_domains, env_id, get_domain, register_domain, register_envs
@@ -59,7 +60,8 @@ def make_async(id: str, **kwargs: Any) -> AsyncMuaEnv:
     if spec.entry_point != "mua_gym.env.gym_env:MuaEnv" or "domain" not in spec.kwargs:
         raise ValueError(f"{id!r} is not a mua_gym env id (its entry point is {spec.entry_point!r})")
     options = {**spec.kwargs, **kwargs}
-    return AsyncMuaEnv(options.pop("domain"), **options)
+    domain = options.pop("domain")
+    return AsyncMuaEnv(domain, **check_env_options(options))
 
 
 register_envs()

@@ -76,12 +76,10 @@ def _config_error(exc: Any) -> str:
 
 def _check_env_args(env_extra: dict[str, Any]) -> None:
     """UsageError for an ``--env-arg`` that no env takes, naming the nearest keyword (or all of them)."""
-    import inspect
-
-    from mua_gym.env import AsyncMuaEnv
+    from mua_gym.env.options import EnvOptions
     from mua_gym.task import did_you_mean
 
-    known = (set(inspect.signature(AsyncMuaEnv.__init__).parameters) - {"self", "domain"}) | {"render_mode"}
+    known = set(EnvOptions.model_fields) | {"render_mode"}
     for key in env_extra:
         if key not in known:
             hint = did_you_mean(key, known) or f" (one of {', '.join(sorted(known))})"

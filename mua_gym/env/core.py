@@ -144,6 +144,9 @@ class AsyncMuaEnv:
       ``max_tool_errors``;
     - how an episode is paid: ``reward``, ``judge``, ``judge_kwargs``;
     - ``check_models``: one probe call per model at construction.
+
+    :class:`mua_gym.env.options.EnvOptions` names the same options with their types, for configs that come as
+    data (``check_env_options``).
     """
 
     def __init__(

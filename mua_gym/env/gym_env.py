@@ -16,6 +16,7 @@ import gymnasium
 
 from mua_gym.env import AsyncMuaEnv, PendingStep
 from mua_gym.env.infos import ResetInfo, StepInfo
+from mua_gym.env.options import check_env_options
 from mua_gym.env.spaces import ActionSpace, MessagesSpace
 from mua_gym.task import Task
 from mua_gym.env.trajectory import Trajectory
@@ -106,7 +107,7 @@ class MuaEnv(gymnasium.Env):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
         self.render_mode = render_mode
-        self.core = AsyncMuaEnv(domain, **kwargs)
+        self.core = AsyncMuaEnv(domain, **check_env_options(kwargs))
         self.observation_space = MessagesSpace()
         self.action_space = ActionSpace([t["function"]["name"] for t in self.core.tool_schemas])
         self._runner = _Runner()

@@ -4,8 +4,9 @@
     rows = audit("mua/Retail-v0", split="test", num_tasks=50)
 
 An exploit is any agent of :data:`mua_gym.eval.baselines.BLIND_AGENTS` or
-:data:`mua_gym.eval.baselines.EXPLOIT_AGENTS`: it does not solve tasks, so a fair reward pays it (almost) never. The fair agent and the oracle show the reward still
-pays those that do. ``mua-gym audit`` prints the table and exits non-zero when an exploit is paid too often.
+:data:`mua_gym.eval.baselines.EXPLOIT_AGENTS`: it does not solve tasks, so a fair reward pays it (almost) never.
+The fair agent and the oracle show the reward still pays those that do. ``mua-gym audit`` prints the table and
+exits non-zero when an exploit is paid too often.
 """
 
 from __future__ import annotations

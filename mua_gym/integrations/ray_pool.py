@@ -30,6 +30,7 @@ import itertools
 import uuid
 from typing import Any
 
+from mua_gym.env.options import check_env_options
 from mua_gym.integrations import require
 
 __all__ = ["EpisodeHost", "EpisodeLost", "EpisodePool"]
@@ -90,6 +91,7 @@ class EpisodePool:
                  actor_options: dict[str, Any] | None = None, **env_kwargs: Any) -> None:
         if actors < 1 or episodes_per_actor < 1:
             raise ValueError("actors and episodes_per_actor must be at least 1")
+        env_kwargs = check_env_options(env_kwargs)  # here: a typo fails once, not in every actor
         options = {"num_cpus": 1, "max_restarts": max_restarts, "max_task_retries": 0, **(actor_options or {})}
         host = _ray.remote(EpisodeHost).options(**options)
         self.actors = [host.remote(domain, env_kwargs) for _ in range(actors)]

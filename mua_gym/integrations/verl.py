@@ -47,6 +47,7 @@ from uuid import uuid4
 import mua_gym
 from mua_gym.chat_tokens import ChatTokens
 from mua_gym.env import AsyncMuaEnv
+from mua_gym.env.options import check_env_options
 from mua_gym.integrations import plain_config, require, void_reason
 from mua_gym.messages import refusal_messages
 
@@ -66,7 +67,7 @@ class MuaAgentLoop(_agent_loop.AgentLoopBase):  # type: ignore[misc, name-define
 
     def __init__(self, *args: Any, env_kwargs: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.env_kwargs = plain_config(env_kwargs)
+        self.env_kwargs = check_env_options(plain_config(env_kwargs))
         self.response_length = int(self.rollout_config.response_length)
         self.prompt_length = int(self.rollout_config.prompt_length)
 
@@ -196,6 +197,7 @@ def write_agent_loop_config(path: str, **env_kwargs: Any) -> str:
 
     entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": f"{__name__}.{MuaAgentLoop.__qualname__}"}
     if env_kwargs:
+        check_env_options(env_kwargs)  # a typo fails here, where the config is written, not in verl's workers
         entry["env_kwargs"] = env_kwargs
     OmegaConf.save(OmegaConf.create([entry]), path)
     return path
