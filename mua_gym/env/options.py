@@ -7,14 +7,19 @@ when its first episode starts. :func:`check_env_options` is that check.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Union
+from typing import Annotated, Any, Mapping, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SkipValidation, ValidationError
 
 from mua_gym.task import Task, check_split, did_you_mean
 from mua_gym.user_sims.faults import check_fault_mode
 
-__all__ = ["EnvOptions", "check_env_options"]
+__all__ = ["EnvOptions", "FaultMode", "Split", "check_env_options"]
+
+#: A split's name, checked (a typo is refused with the nearest split's name); for configs that name one.
+Split = Annotated[str, AfterValidator(check_split)]
+#: What an env does with a faulty user reply, checked.
+FaultMode = Annotated[str, AfterValidator(check_fault_mode)]
 
 
 class EnvOptions(BaseModel):
@@ -27,13 +32,13 @@ class EnvOptions(BaseModel):
     world: Optional[str] = None
     """Where the world and tasks come from (``generated``, ``tau2``, a domain's own); None: the domain's default."""
     world_params: Optional[dict[str, Any]] = None
-    split: str = "train"
+    split: Split = "train"
     tasks: SkipValidation[Optional[list[Task]]] = None
     shared_base: bool = False
     # -- who plays the customer, and what a faulty one does
     user: SkipValidation[Any] = None
     user_kwargs: Optional[dict[str, Any]] = None
-    on_user_fault: str = "flag"
+    on_user_fault: FaultMode = "flag"
     fault_reviewer: SkipValidation[Any] = None
     fault_reviewer_kwargs: Optional[dict[str, Any]] = None
     # -- what the agent sees and may send
@@ -48,16 +53,6 @@ class EnvOptions(BaseModel):
     judge: SkipValidation[Any] = None
     judge_kwargs: Optional[dict[str, Any]] = None
     check_models: bool = False
-
-    @field_validator("split")
-    @classmethod
-    def _known_split(cls, split: str) -> str:
-        return check_split(split)
-
-    @field_validator("on_user_fault")
-    @classmethod
-    def _known_fault_mode(cls, mode: str) -> str:
-        return check_fault_mode(mode)
 
 
 def check_env_options(options: Mapping[str, Any], also: tuple[str, ...] = ()) -> dict[str, Any]:

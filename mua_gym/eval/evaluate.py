@@ -34,9 +34,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
-from mua_gym.task import check_split
+from mua_gym.env.options import FaultMode, Split
 
 if TYPE_CHECKING:
     from mua_gym.env.trajectory import Trajectory
@@ -64,7 +64,7 @@ class EvalConfig(BaseModel):
     agent_kwargs: dict[str, Any] = Field(default_factory=dict)
     user: str | None = None
     user_kwargs: dict[str, Any] = Field(default_factory=dict)
-    split: str = "test"
+    split: Split = "test"
     world: str | None = None
     #: The world source's keywords (``{"difficulty": 1}`` for generated tasks of one level, say).
     world_params: dict[str, Any] = Field(default_factory=dict)
@@ -85,21 +85,9 @@ class EvalConfig(BaseModel):
     judge_kwargs: dict[str, Any] = Field(default_factory=dict)
     #: What each env does with a user reply that breaks its scenario (``flag``, ``retry`` or ``void``: see
     #: :mod:`mua_gym.env`), and the model that reviews each reply besides the rules (a judge spec; None: rules only).
-    on_user_fault: str = "flag"
+    on_user_fault: FaultMode = "flag"
     fault_reviewer: str | None = None
     fault_reviewer_kwargs: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("split")
-    @classmethod
-    def _known_split(cls, split: str) -> str:
-        return check_split(split)
-
-    @field_validator("on_user_fault")
-    @classmethod
-    def _known_fault_mode(cls, mode: str) -> str:
-        from mua_gym.user_sims.faults import check_fault_mode
-
-        return check_fault_mode(mode)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The :func:`mua_gym.make_async` keywords of each env of the run."""
