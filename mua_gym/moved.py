@@ -52,6 +52,8 @@ MOVED: dict[str, str] = {
     "mua_gym.communicate": "mua_gym.env.communicate",
     "mua_gym.html_view": "mua_gym.env.html_view",
     "mua_gym.user_sims.memo": "mua_gym.user_sims.reply_memo",
+    "mua_gym.chat_tokens": "mua_gym.integrations.chat_tokens",
+    "mua_gym.tool_functions": "mua_gym.integrations.tool_functions",
 }
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mua_gym.chat_tokens import template_message
+from mua_gym.integrations.chat_tokens import template_message
 from mua_gym.eval.evaluate import EvalConfig, evaluate, read_run
 from mua_gym.eval.export import export_sft
 

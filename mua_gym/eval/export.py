@@ -30,7 +30,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from mua_gym.chat_tokens import template_message
+from mua_gym.integrations.chat_tokens import template_message
 from mua_gym.eval.evaluate import EpisodeResult, EvalRun, read_run
 
 __all__ = ["export_sft", "sft_record"]

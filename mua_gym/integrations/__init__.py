@@ -1,9 +1,10 @@
 """Adapters that plug mua_gym into RL trainers, one module per trainer.
 
 Each module imports its trainer lazily, so ``import mua_gym`` never imports a trainer, and each trainer has a
-pip extra of the same name (``pip install "mua_gym[trl]"``). What two adapters need alike lives in the core:
-:mod:`mua_gym.tool_functions` (an env's tools as Python callables), :mod:`mua_gym.chat_tokens` (token ids
-and the assistant mask of a growing conversation) and :meth:`mua_gym.Trajectory.to_chat`.
+pip extra of the same name (``pip install "mua_gym[trl]"``). What two adapters need alike lives beside them:
+:mod:`mua_gym.integrations.tool_functions` (an env's tools as Python callables) and
+:mod:`mua_gym.integrations.chat_tokens` (token ids and the assistant mask of a growing conversation; the SFT
+export uses it too); in the core, :meth:`mua_gym.Trajectory.to_chat`.
 
 Void episodes (the user simulator failed, or broke its scenario under ``on_user_fault="void"``: see
 :attr:`mua_gym.AsyncMuaEnv.void`) say nothing about the agent. Every adapter reads them one way,

@@ -47,7 +47,7 @@ import inspect
 from typing import Any
 
 from mua_gym.integrations import require, void_reason
-from mua_gym.tool_functions import tool_method
+from mua_gym.integrations.tool_functions import tool_method
 
 __all__ = ["SEND_MESSAGE", "TALKING", "dataset", "environment_factory"]
 

@@ -6,8 +6,8 @@ dataset row whose ``agent_name`` is ``"mua_gym"``. Its ``run`` plays one episode
 - The row names the episode in ``extra_info``: ``env_id`` (``"mua/Retail-v0"``), ``task_id``, and optionally
   ``seed`` and ``env_kwargs`` (merged over the loop's own). :func:`dataset_rows` makes such rows.
 - The env is reset on the task; its opening (system policy, the user's first message) and tools are rendered
-  with the tokenizer's chat template (:class:`mua_gym.chat_tokens.ChatTokens`). Each turn the server manager
-  generates from the ids so far; the generated ids are kept verbatim (mask 1); their text goes to
+  with the tokenizer's chat template (:class:`mua_gym.integrations.chat_tokens.ChatTokens`). Each turn the server
+  manager generates from the ids so far; the generated ids are kept verbatim (mask 1); their text goes to
   ``env.step`` (Hermes ``<tool_call>`` blocks run as calls, other text goes to the simulated user); the env's
   tool and user messages are appended (mask 0), followed by the generation prompt.
 - It ends when the episode does, or when the response reaches ``rollout.response_length`` tokens (each
@@ -45,7 +45,7 @@ from typing import Any
 from uuid import uuid4
 
 import mua_gym
-from mua_gym.chat_tokens import ChatTokens
+from mua_gym.integrations.chat_tokens import ChatTokens
 from mua_gym.env import AsyncMuaEnv
 from mua_gym.env.options import check_env_options
 from mua_gym.integrations import plain_config, require, void_reason

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mua_gym.chat_tokens import ChatTokens, template_message, tokenize_chat
+from mua_gym.integrations.chat_tokens import ChatTokens, template_message, tokenize_chat
 
 chat_templates = pytest.importorskip("trl.chat_template_utils")
 

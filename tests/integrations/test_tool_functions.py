@@ -8,7 +8,7 @@ import json
 import pytest
 
 import mua_gym
-from mua_gym.tool_functions import python_type, tool_function, tool_method
+from mua_gym.integrations.tool_functions import python_type, tool_function, tool_method
 
 transformers_utils = pytest.importorskip("transformers.utils")
 
