@@ -87,10 +87,15 @@ def message_from_openai(data: dict[str, Any]) -> SystemMessage | UserMessage | A
     return _MESSAGE_ADAPTER.validate_python(data)
 
 
+def tool_reply(tool_call_id: str, content: str) -> dict[str, Any]:
+    """The OpenAI chat dict of a tool's answer to one call."""
+    return {"role": "tool", "tool_call_id": tool_call_id, "content": content}
+
+
 def to_openai(message: BaseModel) -> dict[str, Any]:
     """The plain OpenAI chat dict for a message: only the keys the API knows, no ``None`` values."""
     if isinstance(message, ToolMessage):
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        return tool_reply(message.tool_call_id, message.content)
     if isinstance(message, AssistantMessage):
         out: dict[str, Any] = {"role": "assistant", "content": message.content}
         if message.tool_calls:

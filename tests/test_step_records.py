@@ -133,3 +133,14 @@ def test_dumps_recovers_after_a_failed_encoding_and_across_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+@pytest.mark.parametrize("parser, error", [
+    (lambda text: 1 / 0, "the env's parser failed on this text: ZeroDivisionError"),
+    (lambda text: text, "the env's parser returned 'hello', not an AssistantMessage")])
+def test_a_callers_parser_that_fails_makes_an_unreadable_action_not_an_exception(parser, error):
+    env = MuaEnv("mock", parser=parser)
+    env.reset(seed=0)
+    before = env.world.state_hash()
+    obs, reward, terminated, truncated, info = env.step("hello")
+    assert obs == [] and reward == 0.0 and error in info["error"] and env.world.state_hash() == before

@@ -61,7 +61,7 @@ from mua_gym.domain import Domain
 from mua_gym.env.episode import EpisodeState, prepare_task
 from mua_gym.env.infos import ResetInfo, StepInfo
 from mua_gym.messages import (
-    AssistantMessage, SystemMessage, ToolMessage, UserMessage, as_recorded, refused_reply, to_openai,
+    AssistantMessage, SystemMessage, ToolMessage, UserMessage, as_recorded, refused_reply, to_openai, tool_reply,
 )
 from mua_gym.jsonsafe import JSONError, clean_text, loads
 from mua_gym.env.parsing import (
@@ -475,7 +475,7 @@ class AsyncMuaEnv:
             elif result.error:
                 episode.tool_errors += 1
             record.add(ToolAnswer((call.id, result.content, name, result.error, "assistant")))
-            observation.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
+            observation.append(tool_reply(call.id, result.content))
             if not result.error and name in self.domain.terminal_tools:
                 episode.end(True, "agent_stop")
                 break

@@ -267,7 +267,7 @@ def read_action(action: Any, parser: Parser, turn: int) -> ParsedAction:
         parsed = _from_dict(action)
     elif isinstance(action, str):
         reader = _READERS.get(parser)
-        parsed = reader(action) if reader is not None else ParsedAction.of(parser(action))
+        parsed = reader(action) if reader is not None else _read_with(parser, action)
     elif isinstance(action, AssistantMessage):
         parsed = ParsedAction.of(action)
     elif isinstance(action, ToolCall):
@@ -285,6 +285,18 @@ def read_action(action: Any, parser: Parser, turn: int) -> ParsedAction:
     _strip_think(parsed)
     _with_ids(parsed, turn)
     return parsed
+
+
+def _read_with(parser: Parser, text: str) -> ParsedAction:
+    """``text`` read by a caller's own parser; ActionError where it fails or gives no :class:`AssistantMessage` (an
+    agent's text must not raise out of ``step`` through it)."""
+    try:
+        message = parser(text)
+    except Exception as exc:
+        raise ActionError(f"the env's parser failed on this text: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(message, AssistantMessage):
+        raise ActionError(f"the env's parser returned {_described(message)}, not an AssistantMessage")
+    return ParsedAction.of(message)
 
 
 def _described(value: Any) -> str:

@@ -33,33 +33,31 @@ Recorded = Union[BaseModel, ParsedAction, ToolAnswer]
 class Transcript:
     """The record of one episode: append as it happens, read as pydantic messages."""
 
-    __slots__ = ("_items", "_trainable", "_visible")
+    __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        self._items: list[Recorded] = []
-        self._trainable: list[bool] = []
-        self._visible: list[bool] = []
+        #: [what was recorded, trainable, visible to the agent]; the first is replaced by its message once built.
+        self._entries: list[list[Any]] = []
 
     def add(self, item: Recorded, trainable: bool = False, visible: bool = True) -> None:
-        self._items.append(item)
-        self._trainable.append(trainable)
-        self._visible.append(visible)
+        self._entries.append([item, trainable, visible])
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._entries)
 
     def message(self, index: int) -> BaseModel:
         """The message at ``index``, built (once) where it was recorded as parts."""
-        item = self._items[index]
+        entry = self._entries[index]
+        item = entry[0]
         if isinstance(item, (ParsedAction, ToolAnswer)):
-            item = self._items[index] = item.message()
+            item = entry[0] = item.message()
         return item
 
     def messages(self) -> list[Any]:
         """Every message, hidden ones included."""
-        return [self.message(i) for i in range(len(self._items))]
+        return [self.message(i) for i in range(len(self._entries))]
 
     def entries(self) -> Iterator[tuple[Any, bool, bool]]:
         """``(message, trainable, visible_to_agent)`` for every message."""
-        for i in range(len(self._items)):
-            yield self.message(i), self._trainable[i], self._visible[i]
+        for i, (_, trainable, visible) in enumerate(self._entries):
+            yield self.message(i), trainable, visible
