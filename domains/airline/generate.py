@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import Connection, Table, insert
+from sqlalchemy import Connection, Table
 
 from mua_gym.domains.airline.schema import (
     airports,
@@ -32,6 +32,7 @@ from mua_gym.domains.airline.schema import (
     users,
 )
 from mua_gym.kit.people import UniqueIds, unique
+from mua_gym.kit.records import insert_rows
 from mua_gym.kit.sampling import quota_indices, scaled_size, weighted_indices
 
 # ---------------------------------------------------------------------------------------------------------
@@ -435,17 +436,11 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     flight_rows = [dict(flight_number=routes.numbers[f], position=f, origin=o, destination=d,
                         scheduled_departure_time_est=_clock(dep), scheduled_arrival_time_est=_clock(arr))
                    for f, (o, d, dep, arr) in enumerate(legs)]
-    conn.execute(insert(airports), airport_rows)
-    conn.execute(insert(flights), flight_rows)
-    conn.execute(insert(flight_dates), date_rows)
-    conn.execute(insert(users), user_rows)
-    conn.execute(insert(payment_methods), [m for wallet in wallets for m in wallet])
-    saved_rows = [s for people in saved for s in people]
-    if saved_rows:
-        conn.execute(insert(saved_passengers), saved_rows)
-    if bookings:
-        for table, rows in _reservation_tables(routes, user_rows, bookings):
-            conn.execute(insert(table), rows)
+    insert_rows(conn, [
+        (airports, airport_rows), (flights, flight_rows), (flight_dates, date_rows), (users, user_rows),
+        (payment_methods, [m for wallet in wallets for m in wallet]),
+        (saved_passengers, [s for people in saved for s in people]),
+        *_reservation_tables(routes, user_rows, bookings)])
 
 
 @dataclass(frozen=True)

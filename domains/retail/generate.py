@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 
 from mua_gym.domains.retail.schema import (
     fulfillments,
@@ -27,6 +27,7 @@ from mua_gym.domains.retail.schema import (
     variants,
 )
 from mua_gym.kit.people import UniqueIds, unique
+from mua_gym.kit.records import insert_rows
 from mua_gym.kit.sampling import quota_indices, scaled_size, weighted_indices
 
 # ---------------------------------------------------------------------------------------------------------
@@ -508,17 +509,11 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     draws = _order_draws(rng, ids, n_users, n_orders, len(variant_rows))
     tables = _order_tables(draws, product_rows, variant_rows, user_rows, wallets)
 
-    conn.execute(insert(products), product_rows)
-    conn.execute(insert(variants), variant_rows)
-    conn.execute(insert(users), user_rows)
-    conn.execute(insert(payment_methods), [m for wallet in wallets for m in wallet])
-    if tables.orders:
-        conn.execute(insert(orders), tables.orders)
-        conn.execute(insert(order_items), tables.items)
-        conn.execute(insert(user_orders), tables.user_orders)
-        conn.execute(insert(payments), tables.payments)
-    if tables.fulfillments:
-        conn.execute(insert(fulfillments), tables.fulfillments)
+    insert_rows(conn, [
+        (products, product_rows), (variants, variant_rows), (users, user_rows),
+        (payment_methods, [m for wallet in wallets for m in wallet]), (orders, tables.orders),
+        (order_items, tables.items), (user_orders, tables.user_orders), (payments, tables.payments),
+        (fulfillments, tables.fulfillments)])
 
 
 @dataclass(frozen=True)

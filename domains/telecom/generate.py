@@ -21,13 +21,14 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 
 from mua_gym.domains.telecom.schema import (
     bill_line_items, bills, customer_bills, customer_lines, customer_payment_methods, customers, devices, lines,
     phone, phone_apps, plans, surroundings,
 )
-from mua_gym.kit.people import unique
+from mua_gym.kit.people import UniqueIds, unique
+from mua_gym.kit.records import insert_rows
 from mua_gym.kit.sampling import scaled_size, weighted_index
 
 __all__ = ["PLANS", "SIZES", "build_generated"]
@@ -45,6 +46,7 @@ PLANS: tuple[tuple[str, str, float, float, float], ...] = (
     ("P2106", "Family Pool 50", 50.0, 135.0, 2.0),
     ("P2107", "Wearable Link 1", 1.0, 12.0, 8.0),
 )
+PLAN_BY_ID = {plan[0]: plan for plan in PLANS}
 PHONE_PLANS = (0, 1, 2, 3, 4, 5)
 PHONE_PLAN_WEIGHTS = (0.12, 0.2, 0.25, 0.2, 0.13, 0.1)
 TABLET_PLANS, ROUTER_PLANS, WATCH_PLANS = (1, 2), (3, 4), (6,)
@@ -154,7 +156,7 @@ def _month_end(month: date) -> date:
 class _Tables:
     """The account side's rows as they are drawn, table by table, and the ids, phone numbers and emails taken."""
 
-    rng: np.random.Generator
+    ids: UniqueIds  # draws from the world's one rng
     customers: list[dict[str, Any]] = field(default_factory=list)
     methods: list[dict[str, Any]] = field(default_factory=list)
     customer_lines: list[dict[str, Any]] = field(default_factory=list)
@@ -163,14 +165,16 @@ class _Tables:
     devices: list[dict[str, Any]] = field(default_factory=list)
     bills: list[dict[str, Any]] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
-    used_ids: set[str] = field(default_factory=set)
     used_numbers: set[str] = field(default_factory=set)
     emails: set[str] = field(default_factory=set)
 
+    @property
+    def rng(self) -> np.random.Generator:
+        return self.ids.rng
+
     def new_id(self, prefix: str, digits: int) -> str:
         """An id no record has yet: ``prefix`` and ``digits`` digits."""
-        low = 10 ** (digits - 1)
-        return unique(self.used_ids, lambda: f"{prefix}{int(self.rng.integers(low, 10 * low))}")
+        return self.ids.take(digits, 1, prefix)[0]
 
     def new_number(self, area: str) -> str:
         """A phone number in ``area`` that nobody has yet."""
@@ -186,7 +190,7 @@ def build_generated(conn: Connection, *, seed: int = 0, size: str | float = "def
     that multiplies the default customers. Plans, the phone and its surroundings do not scale.
     """
     n_customers = _customer_count(size)
-    tables = _Tables(np.random.default_rng(seed))
+    tables = _Tables(UniqueIds(np.random.default_rng(seed)))
     for position in range(n_customers):
         _add_customer(tables, position)
     # A few spare devices on no line (old phones, trackers), never activated.
@@ -314,8 +318,8 @@ def _add_bills(t: _Tables, customer_id: str, account_status: str, my_lines: list
 def _bill_items(rng: np.random.Generator, billed: list[dict[str, Any]]) -> list[tuple[str, float, str]]:
     """A monthly bill's items (description, amount, kind): each billed line's plan, and sometimes an overage, a
     late fee or a loyalty credit."""
-    items = [(f"Monthly plan {PLANS[_plan_index(ln['plan_id'])][1]} ({ln['phone_number']})",
-              PLANS[_plan_index(ln["plan_id"])][3], "Plan Charge") for ln in billed]
+    items = [(f"Monthly plan {PLAN_BY_ID[ln['plan_id']][1]} ({ln['phone_number']})", PLAN_BY_ID[ln["plan_id"]][3],
+              "Plan Charge") for ln in billed]
     if rng.random() < 0.15:
         items.append(("Data overage", float(rng.integers(1, 5)) * 5.0, "Overage"))
     if rng.random() < 0.08:
@@ -373,24 +377,13 @@ SURROUNDINGS = dict(
 
 
 def _insert(conn: Connection, t: _Tables, app_rows: list[dict[str, Any]], phone_row: dict[str, Any]) -> None:
-    """Writes every table, in the order the world's image has always been written."""
+    """Writes every table, in the order the world's image has always been written (a world whose customers have no
+    bills has no bill rows)."""
     plan_rows = [dict(plan_id=pid, position=i, name=name, data_limit_gb=limit, price_per_month=price,
                       data_refueling_price_per_gb=refuel)
                  for i, (pid, name, limit, price, refuel) in enumerate(PLANS)]
-    conn.execute(insert(plans), plan_rows)
-    conn.execute(insert(devices), t.devices)
-    conn.execute(insert(lines), t.lines)
-    conn.execute(insert(customers), t.customers)
-    conn.execute(insert(customer_payment_methods), t.methods)
-    conn.execute(insert(customer_lines), t.customer_lines)
-    conn.execute(insert(customer_bills), t.customer_bills)
-    conn.execute(insert(bills), t.bills)
-    if t.items:
-        conn.execute(insert(bill_line_items), t.items)
-    conn.execute(insert(phone), [phone_row])
-    conn.execute(insert(phone_apps), app_rows)
-    conn.execute(insert(surroundings), [dict(SURROUNDINGS)])
-
-
-def _plan_index(plan_id: str) -> int:
-    return next(i for i, p in enumerate(PLANS) if p[0] == plan_id)
+    insert_rows(conn, [
+        (plans, plan_rows), (devices, t.devices), (lines, t.lines), (customers, t.customers),
+        (customer_payment_methods, t.methods), (customer_lines, t.customer_lines),
+        (customer_bills, t.customer_bills), (bills, t.bills), (bill_line_items, t.items), (phone, [phone_row]),
+        (phone_apps, app_rows), (surroundings, [dict(SURROUNDINGS)])])

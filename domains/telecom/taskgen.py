@@ -54,6 +54,7 @@ from mua_gym.domains.telecom.account_tools import end_of_last_month
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
 from mua_gym.kit.maker import TaskMaker, generated_world, read_world
 from mua_gym.kit.generation import generate_tasks
+from mua_gym.kit.sampling import weighted_index
 from mua_gym.world import World
 
 __all__ = ["DEFAULT_COUNTS", "FAMILIES", "generated_tasks"]
@@ -273,9 +274,7 @@ class _Maker(TaskMaker):
 
     def choose_persona(self) -> str:
         """A persona's name, drawn by :data:`PERSONA_WEIGHTS`."""
-        cumulative = np.cumsum(PERSONA_WEIGHTS) / sum(PERSONA_WEIGHTS)
-        return PERSONA_NAMES[min(int(np.searchsorted(cumulative, self.rng.random(), side="right")),
-                                 len(PERSONA_NAMES) - 1)]
+        return PERSONA_NAMES[weighted_index(self.rng, PERSONA_WEIGHTS)]
 
     def choose(self, customer: dict, level: int) -> Choice | None:
         """What the task is about (the draws in their fixed order), or None where this customer cannot have it."""
@@ -589,10 +588,11 @@ def _without_repeated_reads(gold: list[Action]) -> list[Action]:
     seen: set[str] = set()
     out = []
     for action in gold:
-        key = action.model_dump_json()
-        if action.name in READS and key in seen:
-            continue
-        seen.add(key)
+        if action.name in READS:
+            key = action.model_dump_json()
+            if key in seen:
+                continue
+            seen.add(key)
         out.append(action)
     return out
 

@@ -25,14 +25,15 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union
 
 from sqlalchemy import Connection, Table, bindparam, insert, select
 
 if TYPE_CHECKING:
     from mua_gym.world import World
 
-__all__ = ["Column", "Database", "Group", "Ids", "Many", "One", "Record", "boolean", "number", "one_of", "text"]
+__all__ = ["Column", "Database", "Group", "Ids", "Many", "One", "Record", "boolean", "insert_rows", "number", "one_of",
+           "text"]
 
 POSITION = "position"
 REQUIRED: Any = object()  # a field's default when the JSON must give it
@@ -504,6 +505,14 @@ class Record:
                     child._children_rows(v, child_row, into)
 
 
+def insert_rows(conn: Connection, tables: Iterable[tuple[Table, Sequence[Mapping[str, Any]] | None]]) -> None:
+    """Writes each table's rows, in the order given, skipping a table with none (SQLAlchemy would insert one row of
+    defaults for an empty list): how a loader or a world generator fills its tables."""
+    for table, rows in tables:
+        if rows:
+            conn.execute(insert(table), rows)
+
+
 def _filed_elsewhere(where: str, key: str, given: Any) -> ValueError:
     """A record in a JSON map that names, in its own ``key`` field, a key other than the one it is filed under."""
     return ValueError(f"{where}: its {key} is {given!r}, not the key it is filed under")
@@ -544,9 +553,8 @@ class Database:
             items = value.items() if spec.keyed else ((None, v) for v in value)
             for i, (k, v) in enumerate(items):
                 spec.record.rows(v, i, into, k)
-        for table in next(iter(into)).metadata.sorted_tables if into else ():  # parents before children
-            if into.get(table):
-                conn.execute(insert(table), into[table])
+        sorted_tables = next(iter(into)).metadata.sorted_tables if into else ()  # parents before children
+        insert_rows(conn, ((table, into.get(table)) for table in sorted_tables))
 
     def export(self, world: World) -> dict[str, Any]:
         """Every collection read back from ``world``, in the shape ``load`` takes (child tables are read whole,
