@@ -233,3 +233,13 @@ def test_a_trap_is_solved_by_transferring_and_not_by_fixing(telecom, train_tasks
     assert not world.call_tool("reboot_device", {}, "user").error
     assert evaluate(telecom, task, world, transfer).reward == 0.0
     world.close()
+
+
+def test_a_world_too_small_to_hold_a_bill_still_builds():
+    """With few customers some seeds draw no bills at all; an empty table must insert nothing (SQLAlchemy makes
+    one row of defaults of an empty list, which the NOT NULL columns refuse)."""
+    bills = []
+    for seed in range(50):
+        con = _db(WorldImage.build(Base.metadata, lambda c: build_generated(c, seed=seed, size=0.02)))
+        bills.append(con.execute("SELECT COUNT(*) FROM bills").fetchone()[0])
+    assert 0 in bills and max(bills) > 0
