@@ -147,7 +147,6 @@ class ScenarioUser(UserSimulator):
         self.tools: frozenset[str] = frozenset()  # the user's own tools (dual control)
         self._tools_from: list[dict[str, Any]] | None = None  # the schemas they were read from (the same each reset)
         self._reader: RequestReader | None = None  # reads requests in words (a user with tools and a vocabulary)
-        self._read_words: UserVocabulary | None = None  # the vocabulary it reads
         self._pending: ToolRequest | None = None  # an on/off request waiting for its read's result
         self._checking = False  # whether the phone tools just run were reads only (reported as what it shows)
         # every task's plan anchors, by task id, made on first use (see _plan_anchors)
@@ -172,8 +171,7 @@ class ScenarioUser(UserSimulator):
         if tools is not self._tools_from:
             self._tools_from, self.tools = tools, frozenset(t["function"]["name"] for t in tools or [])
         words = self._words(task) if self.tools else None
-        if words is not self._read_words:  # compiled once per vocabulary (a dataclass hash walks all its settings)
-            self._read_words, self._reader = words, reader_for(words) if words is not None else None
+        self._reader = reader_for(words) if words is not None else None  # compiled once per vocabulary, and kept
         if is_prose(task):  # TAU2's prose: read, or refused where it hangs on the conversation
             reading = read_scenario(task)
             if reading.refusal is not None:

@@ -28,10 +28,9 @@ import json
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Iterable, Literal
 
-from mua_gym.domain.vocabulary import Setting, UserVocabulary, Value
+from mua_gym.domain.vocabulary import Choice, Setting, UserVocabulary, Value
 
 __all__ = ["REQUEST_WORDS", "RequestReader", "ToolRequest", "named_request", "reader_for", "request_in_words",
            "switch_state"]
@@ -177,10 +176,6 @@ def _switch(setting: Setting, clause: str, sentence: str) -> ToolRequest:
     return ToolRequest("act", ((tool, {}),)) if tool else ToolRequest("check", read_call)
 
 
-#: A choice compiled: (argument, (value, pattern) pairs, default, question, each, read).
-_Choice = tuple[str, tuple[tuple[Value, re.Pattern[str]], ...], Value | None, str, bool, bool]
-
-
 class RequestReader:
     """One :class:`UserVocabulary`, its patterns compiled once: reads the requests its user understands."""
 
@@ -188,12 +183,16 @@ class RequestReader:
         self.settings = vocabulary.settings
         self._topic = re.compile("|".join(f"(?P<s{i}>{s.topic})" for i, s in enumerate(self.settings))) \
             if self.settings else None
-        self._needed = [s.tools for s in self.settings]
+        self._needed = [frozenset(s.tools) for s in self.settings]
         self._verbs = {s.key: re.compile(s.verbs) for s in self.settings if s.verbs}
         self._states = {s.key: re.compile(s.state, re.IGNORECASE) for s in self.settings if s.state}
-        self._choices: dict[str, tuple[_Choice, ...]] = {
-            s.key: tuple((c.argument, tuple((v, re.compile(p)) for v, p in c.values), c.default, c.question, c.each,
-                          c.read) for c in s.choices) for s in self.settings}
+        for key, state in self._states.items():
+            if state.groups < 1:  # switch_state reads the state from group 1
+                raise ValueError(f"the state pattern of setting {key!r} must capture 'on'/'off' (or 'yes'/'no') in a "
+                                 f"group: {state.pattern!r}")
+        #: Each setting's choices, with their values' patterns compiled.
+        self._choices: dict[str, tuple[tuple[Choice, tuple[tuple[Value, re.Pattern[str]], ...]], ...]] = {
+            s.key: tuple((c, tuple((v, re.compile(p)) for v, p in c.values)) for c in s.choices) for s in self.settings}
 
     def request_in_words(self, text: str, tools: frozenset[str]) -> ToolRequest | None:
         """The first request that lower-case ``text`` makes in words, as the user understands it, or None.
@@ -205,10 +204,12 @@ class RequestReader:
         for start, end in _sentences_with_requests(text):
             breaks: tuple[list[int], list[int]] | None = None  # the sentence's clause breaks, found at its first topic
             at = start
-            while (topic := self._topic.search(text, at, end)) is not None:
-                at = topic.end()
+            # a topic that matches nothing (a nullable pattern) still moves ``at`` on, and past ``end`` it stops: a
+            # search from beyond ``end`` would find that empty match at ``end`` again
+            while at <= end and (topic := self._topic.search(text, at, end)) is not None:
+                at = max(topic.end(), topic.start() + 1)
                 index = int(topic.lastgroup[1:])  # type: ignore[index]
-                if not all(t in tools for t in self._needed[index]):
+                if not self._needed[index].issubset(tools):
                     continue
                 if breaks is None:
                     marks = [(m.start(), m.end()) for m in _CLAUSE_END.finditer(text, start, end)]
@@ -218,7 +219,7 @@ class RequestReader:
                     at = max(at, hi)  # nothing in this clause is asked of the user: go on from the next one
                     continue
                 setting, clause, sentence = self.settings[index], text[lo:hi], text[start:end]
-                if setting.toggle or setting.on_tool:
+                if setting.switch:
                     return _switch(setting, clause, sentence)
                 return self._action(setting, clause, sentence)
         return None
@@ -243,29 +244,41 @@ class RequestReader:
         """The arguments of each call of ``setting``'s read tool (``read``) or action that ``sentence`` asks for, in
         order; the question to ask instead where it names no value of a choice without a default."""
         names, options = [], []
-        for argument, values, default, question, each, for_read in self._choices[setting.key]:
-            if read and not for_read:
+        for choice, values in self._choices[setting.key]:
+            if read and not choice.read:
                 continue
             named = [v for v, pattern in values if pattern.search(sentence)]
-            if not named and default is None:
-                return question or f"Which {argument.replace('_', ' ')} should I choose?"
-            names.append(argument)
-            options.append((named if each else named[:1]) or [default])
+            if not named and choice.default is None:
+                return choice.question or f"Which {choice.argument.replace('_', ' ')} should I choose?"
+            names.append(choice.argument)
+            options.append((named if choice.each else named[:1]) or [choice.default])
         return [dict(zip(names, picked)) for picked in itertools.product(*options)]
 
     def switch_state(self, setting: Setting, read_text: str) -> bool | None:
         """Whether ``setting`` is on, as its read tool's text shows it (None when the text does not say)."""
         pattern = self._states.get(setting.key)
         found = pattern.search(read_text) if pattern is not None else None
-        if found is None:
-            return None
-        return found.group(1).lower() in ("on", "yes")
+        state = found.group(1) if found is not None else None  # None too where the group is optional and unmatched
+        return state.lower() in ("on", "yes") if state is not None else None
 
 
-@lru_cache(maxsize=32)
+#: The readers made, by the id of their vocabulary (kept with it, so that id is not reused while it is here).
+_READERS: dict[int, tuple[UserVocabulary, RequestReader]] = {}
+_READERS_KEPT = 32
+
+
 def reader_for(vocabulary: UserVocabulary) -> RequestReader:
-    """The reader of ``vocabulary``, compiled on first use and kept."""
-    return RequestReader(vocabulary)
+    """The reader of ``vocabulary``, compiled on first use and kept.
+
+    Found by identity, not by value: a dataclass's hash walks every setting on each call, and a vocabulary declared
+    with lists where tuples are meant has none.
+    """
+    kept = _READERS.get(id(vocabulary))
+    if kept is None:
+        if len(_READERS) >= _READERS_KEPT:  # many vocabularies made and dropped (tests): compile afresh
+            _READERS.clear()
+        kept = _READERS[id(vocabulary)] = (vocabulary, RequestReader(vocabulary))
+    return kept[1]
 
 
 def request_in_words(text: str, tools: frozenset[str], vocabulary: UserVocabulary) -> ToolRequest | None:

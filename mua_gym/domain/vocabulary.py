@@ -38,7 +38,11 @@ class Choice:
 
 @dataclass(frozen=True)
 class Setting:
-    """One thing on the user's side an agent may ask about: how it is named, read, and changed."""
+    """One thing on the user's side an agent may ask about: how it is named, read, and changed.
+
+    It names at least one user tool, and one switched on and off (``toggle``, ``on_tool``, ``off_tool``) names its
+    ``read`` tool too: ValueError otherwise.
+    """
 
     key: str
     #: How an agent names it (a regular expression over lower-case text).
@@ -60,10 +64,21 @@ class Setting:
     #: The action's arguments read off the sentence (a network mode, the permissions to grant).
     choices: tuple[Choice, ...] = ()
 
+    def __post_init__(self) -> None:
+        if not self.tools:  # a request about it would run a tool called None
+            raise ValueError(f"setting {self.key!r} names no user tool: give it a read tool or one that changes it")
+        if self.switch and self.read is None:  # "check whether it is on" reads it; a set reads it before it flips
+            raise ValueError(f"setting {self.key!r} is switched on and off, so it needs the read tool that shows it")
+
     @property
     def tools(self) -> tuple[str, ...]:
         """Every user tool the setting names: the user must have them all to understand it."""
         return tuple(t for t in (self.read, self.toggle, self.action, self.on_tool, self.off_tool) if t)
+
+    @property
+    def switch(self) -> bool:
+        """Whether it is switched on and off (a toggle, or tools that switch it on or off) rather than acted on."""
+        return bool(self.toggle or self.on_tool or self.off_tool)
 
 
 @dataclass(frozen=True)
@@ -89,5 +104,4 @@ class UserVocabulary:
 
     def fix_requests(self) -> tuple[str, ...]:
         """The requests a shotgun agent says: :attr:`fixes`, or the first example of each setting that changes."""
-        return self.fixes or tuple(s.examples[0] for s in self.settings
-                                   if s.examples and (s.toggle or s.on_tool or s.action))
+        return self.fixes or tuple(s.examples[0] for s in self.settings if s.examples and (s.switch or s.action))
