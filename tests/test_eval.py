@@ -82,7 +82,7 @@ def test_a_folder_of_another_run_is_refused(tmp_path):
     evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
     result = subprocess.run([sys.executable, "-m", "mua_gym.cli", "eval", "--env", MOCK, "--max-turns", "9",
                              "--quiet", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2 and "different run (max_turns 30 there, 9 here)" in result.stderr
+    assert result.returncode == 2 and "different run (max_turns 100 there, 9 here)" in result.stderr
 
 
 def test_a_run_grows_by_more_trials_and_refuses_fewer(tmp_path):
@@ -255,7 +255,7 @@ def test_a_run_whose_tasks_changed_is_refused_naming_what_changed(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(run))
     with pytest.raises(ValueError, match=f"the tasks of {MOCK} are not those .* began with"):
         evaluate(EvalConfig(env_ids=[MOCK], trials=1), out=tmp_path)
-    with pytest.raises(ValueError, match=r"different run \(max_turns 30 there, 12 here\)"):
+    with pytest.raises(ValueError, match=r"different run \(max_turns 100 there, 12 here\)"):
         evaluate(EvalConfig(env_ids=[MOCK], trials=2, max_turns=12), out=tmp_path)
 
 

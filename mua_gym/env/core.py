@@ -68,6 +68,7 @@ from mua_gym.env.parsing import (
     MALFORMED, ActionError, ParsedAction, ParsedCall, Parser, clean_call, get_parser, malformed_reason, read_action,
 )
 from mua_gym.env.transcript import ToolAnswer, Transcript
+from mua_gym.env.options import MAX_TURNS
 from mua_gym.perturbations.base import Call, EpisodeFacts, Perturbations, PerturbSpec, make_perturbations
 from mua_gym.env.reward import (
     Judge, RewardInfo, RewardMode, evaluate, judge_nl_assertions, needs_judge, reward_mode, shape,
@@ -159,7 +160,7 @@ class AsyncMuaEnv:
         world_params: dict[str, Any] | None = None,
         split: str = "train",
         tasks: list[Task] | None = None,
-        max_turns: int = 30,
+        max_turns: int = MAX_TURNS,
         max_tool_errors: int = 10,
         reward: str | RewardMode = "task",
         parser: str | Parser = "auto",

@@ -22,6 +22,10 @@ Split = Annotated[str, AfterValidator(check_split)]
 FaultMode = Annotated[str, AfterValidator(check_fault_mode)]
 
 
+#: Agent turns before an episode is truncated by default: TAU2 allows 200 messages (the agent's, the user's and
+#: tool results), about 100 turns of the agent; its longest tasks and ours need 30 to 40 without a slip.
+MAX_TURNS = 100
+
 class EnvOptions(BaseModel):
     """Every keyword of :class:`mua_gym.AsyncMuaEnv` besides ``domain`` (the same names and defaults; a test holds
     them equal). Objects (a user, a judge, tasks, perturbations, a parser) pass through unchecked."""
@@ -46,7 +50,7 @@ class EnvOptions(BaseModel):
     tools: Optional[list[str]] = None
     parser: SkipValidation[Any] = "auto"
     perturb: SkipValidation[Any] = None
-    max_turns: int = Field(30, ge=1)
+    max_turns: int = Field(MAX_TURNS, ge=1)
     max_tool_errors: int = Field(10, ge=1)
     # -- how an episode is paid
     reward: SkipValidation[Union[str, Any]] = "task"

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
-from mua_gym.env.options import FaultMode, Split
+from mua_gym.env.options import MAX_TURNS, FaultMode, Split
 
 if TYPE_CHECKING:
     from mua_gym.env.trajectory import Trajectory
@@ -73,7 +73,7 @@ class EvalConfig(BaseModel):
     task_ids: list[str] | None = None
     num_tasks: int | None = Field(None, ge=1)
     seed: int = 0
-    max_turns: int = Field(30, ge=1)
+    max_turns: int = Field(MAX_TURNS, ge=1)
     #: A curriculum's narrowing of each env (see :mod:`mua_gym.env`): a policy text replacing the domain's, and
     #: the only agent tools offered (the run then plays only tasks those tools solve).
     policy: str | None = None

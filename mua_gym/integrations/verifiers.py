@@ -31,7 +31,7 @@ episode per rollout. verifiers imports a taskset id only as a top-level module (
 - Envs are pooled across rollouts and closed by ``MuaEnv.stop()`` when verifiers' ``serving()`` ends.
 
 Config (``--env.taskset.*``): ``env_id`` (``mua/Retail-v0``), ``split`` (``test``), ``user`` (the domain's default
-rule-driven user when empty), ``max_turns`` (30), ``world`` and ``world_params``. Nothing a model sends raises
+rule-driven user when empty), ``max_turns`` (100), ``world`` and ``world_params``. Nothing a model sends raises
 here: unreadable calls come back as the env's errors.
 """
 
@@ -55,6 +55,7 @@ httpx = require("httpx", "verifiers")
 import mua_gym  # noqa: E402
 
 from mua_gym.env import AsyncMuaEnv  # noqa: E402
+from mua_gym.env.options import MAX_TURNS  # noqa: E402
 from mua_gym.task import Task as MuaGymTask  # noqa: E402
 
 __all__ = ["MuaEnv", "MuaHarness", "MuaTaskset", "VoidRollout"]
@@ -81,7 +82,7 @@ class MuaTasksetConfig(vf.TasksetConfig):
     split: str = "test"
     user: str = ""
     """The simulated user (``scripted``, ``scenario``, ``litellm:<model>``); empty: the domain's default."""
-    max_turns: int = Field(30, ge=1)
+    max_turns: int = Field(MAX_TURNS, ge=1)
     """Agent turns (tool-call steps and messages to the user) before the episode is truncated."""
     world: str | None = None
     world_params: dict[str, Any] = Field(default_factory=dict)
