@@ -140,7 +140,14 @@ def test_every_disclosure_level_answers_a_plain_question_for_every_fact(disclosu
             for key, value in wanted:
                 user = ScenarioUser(persona=Persona(disclosure=disclosure))
                 asyncio.run(user.start(task))
-                reply = asyncio.run(user.respond([AssistantMessage(content=ARGUMENT_QUESTIONS[key])])).content
+                question = [AssistantMessage(content=ARGUMENT_QUESTIONS[key])]
+                if key in (intent.get("withhold") or {}) or key in (intent.get("first_says") or {}):
+                    # held back until asked again or until identified, or given wrong first: asked twice, after
+                    # the user has said who it is
+                    asyncio.run(user.respond([AssistantMessage(content="What is your email address? What is your "
+                                                                       "name and zip code? What is your user id?")]))
+                    asyncio.run(user.respond(question))
+                reply = asyncio.run(user.respond(question)).content
                 assert all(v in reply for v in _fact_values(value)), (task.id, key, value, reply)
                 asked += 1
     assert asked > 300
@@ -169,7 +176,7 @@ def test_the_check_hears_every_request_and_is_deterministic():
     airline = mua_gym.get_domain("airline")
     task = next(t for t in airline.tasks("test") if len(t.user_scenario.intents) == 3)
     said = user_disclosures(task)
-    assert said == user_disclosures(task) and len(said) == 4  # the opening, two more requests, the answers
+    assert said == user_disclosures(task) and len(said) == 5  # the opening, two more requests, the answers twice
     assert all(any(i["says"] in s for s in said) for i in task.user_scenario.intents)
     assert task.user_scenario.facts["user_id"] in said[-1]
 

@@ -155,9 +155,14 @@ def test_every_example_in_the_tables_is_understood(user_tools):
             assert {name for name, _ in request.calls} <= tools, (example, request)
 
 
+def _straight(task: Task) -> bool:
+    """Whether the task's user says everything straight: no change of mind, no fact held back or given wrong."""
+    return not any(i.get(k) for i in task.user_scenario.intents for k in ("on_confirm", "withhold", "first_says"))
+
+
 def test_confirmation_needs_a_stated_plan():
     retail = mua_gym.get_domain("retail")
-    task = next(t for t in retail.tasks("test") if "order_id" in t.user_scenario.intents[0])
+    task = next(t for t in retail.tasks("test") if "order_id" in t.user_scenario.intents[0] and _straight(t))
     order = task.user_scenario.intents[0]["order_id"]
     user = ScenarioUser()
     asyncio.run(user.start(task, seed=0))
@@ -170,12 +175,13 @@ def test_confirmation_needs_a_stated_plan():
     assert reply(f"I will cancel order {order} for you. Shall I proceed?").startswith("Yes")
     assert reply("I will cancel order #W0000000 for you. Shall I proceed?").startswith("What exactly")
     assert reply(f"Order {order} is the one. Shall I proceed?").startswith("What exactly")  # names no change
-    later = next(t for t in retail.tasks("test") if len(t.user_scenario.intents) > 1 and
+    later = next(t for t in retail.tasks("test") if len(t.user_scenario.intents) > 1 and _straight(t) and
                  "order_id" in t.user_scenario.intents[-1] and "order_id" not in t.user_scenario.intents[0])
     asyncio.run(user.start(later, seed=0))  # a plan for a request not stated yet is still one the user wants
     assert reply(f"I will cancel order {later.user_scenario.intents[-1]['order_id']}. Shall I?").startswith("Yes")
     airline = mua_gym.get_domain("airline")
-    lettered = next(t for t in airline.tasks("test") if t.user_scenario.intents[0].get("reservation_id", "1").isalpha())
+    lettered = next(t for t in airline.tasks("test")
+                    if t.user_scenario.intents[0].get("reservation_id", "1").isalpha() and _straight(t))
     asyncio.run(user.start(lettered, seed=0))  # a reservation code without a digit is an id all the same
     code = lettered.user_scenario.intents[0]["reservation_id"]
     assert reply(f"I can update reservation {code} for you. Shall I proceed?").startswith("Yes")

@@ -48,7 +48,7 @@ PLAN_VERB = re.compile(r"\b(?:cancel|return|exchange|modify|change|update|book|u
 _TOKEN = re.compile(r"[#\w-]+")
 _DIGITS = frozenset("0123456789")
 #: Intent fields that are prose or bookkeeping, not things a plan names.
-_NOT_ANCHORS = frozenset({"category", "says", "faults", "accept", "plan_terms"})
+_NOT_ANCHORS = frozenset({"category", "says", "faults", "accept", "plan_terms", "on_confirm", "withhold", "first_says"})
 #: Intent fields whose values are ids, digits or not (a reservation code such as "LXYJDS").
 ID_KEYS = ("_id", "_ids", "_number", "_numbers")
 
@@ -150,7 +150,12 @@ class ScenarioUser(UserSimulator):
         self._pending: ToolRequest | None = None  # an on/off request waiting for its read's result
         self._checking = False  # whether the phone tools just run were reads only (reported as what it shows)
         # every task's plan anchors, by task id, made on first use (see _plan_anchors)
-        self._anchor_memo: dict[str, tuple[Task, list[tuple[dict[str, Any], tuple[str, ...]]]]] = {}
+        self._anchor_memo: dict[str, tuple[Task, list[tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]]]] = {}
+        # the behaviours of this episode (mua_gym.kit.behaviours): how often each (request, fact) was asked for,
+        # whether the user has said who it is, and which requests changed on confirmation
+        self._asked: dict[tuple[int, str], int] = {}
+        self._identified = False
+        self._changed: set[int] = set()
 
     # -- protocol ----------------------------------------------------------------------------------
     @staticmethod
@@ -168,6 +173,7 @@ class ScenarioUser(UserSimulator):
         self.requests = {}
         self.agent_turns = 0
         self._pending = None
+        self._asked, self._identified, self._changed = {}, False, set()
         if tools is not self._tools_from:
             self._tools_from, self.tools = tools, frozenset(t["function"]["name"] for t in tools or [])
         words = self._words(task) if self.tools else None
@@ -223,6 +229,7 @@ class ScenarioUser(UserSimulator):
 
     def _opening(self) -> str:
         disclosure = self.persona.disclosure
+        self._identified = disclosure != "minimal" and bool(self._identity())
         if disclosure == "forthcoming":
             self.stated = len(self.intents)
             body = " Also, ".join(self._intent_text(i) for i in range(len(self.intents)))
@@ -291,33 +298,46 @@ class ScenarioUser(UserSimulator):
         A plan names a change (a verb: cancel, book, refuel, ...) and something of one of the user's requests,
         stated yet or not: a value of its ``*_id``/``*_number`` fields (with or without a digit), a token with a
         digit from its other fields or its own words, the data amount it asks for, or one of its ``plan_terms``;
-        the first such request is returned. Failing that, a plan naming the customer's, user's or line's id or the
-        phone number is taken as one for the task's last request. A task without structured requests has nothing
-        to match: there a plan needs a change and any token with a digit (``{}`` is returned).
+        the request whose own ids (no other request's) it names most, then whose anchors it names most, is returned
+        (the first of a tie): two requests may share a card or a date. Failing that, a plan naming the customer's,
+        user's or line's id or the phone number is taken as one for the task's last request that would not change on
+        hearing a plan. A task without
+        structured requests has nothing to match: there a plan needs a change and any token with a digit (``{}`` is
+        returned).
         """
         if PLAN_VERB.search(text) is None:
             return None
         if not self.intents:  # no structured requests to match (tau2's tasks): any named id makes it concrete
             return {} if _ids(text) else None
         anchors = self._plan_anchors()
-        for intent, own in anchors:
-            if any(a in text for a in own):
-                return intent
+        best, score = None, (0, 0)
+        for intent, own, strong in anchors:  # the request whose own record the plan names, else the most of it
+            named = (sum(1 for a in strong if a in text), sum(1 for a in own if a in text))
+            if named > score:
+                best, score = intent, named
+        if best is not None:
+            return best
         shared = [str(self.facts[k]).lower() for k in ("customer_id", "line_id", "user_id", "phone_number")
                   if self.facts.get(k)]
-        return (anchors[-1][0] if anchors else {}) if any(a in text for a in shared) else None
+        if not any(a in text for a in shared):
+            return None
+        # a plan naming only who the user is: for its last request, passing over one that would change on hearing
+        # a plan (a plan that names nothing of a request is not one it can change its mind about)
+        plain = [intent for intent, _, _ in anchors if not intent.get("on_confirm")]
+        return plain[-1] if plain else anchors[-1][0] if anchors else {}
 
-    def _plan_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
-        """(request, the lower-case ids a plan for it may name) for each of the user's requests, stated or not yet
-        (an agent may act on them in its own order). Kept per task (``_anchor_memo``): a task's words do not
-        change between episodes."""
+    def _plan_anchors(self) -> list[tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]]:
+        """(request, the lower-case ids a plan for it may name, those of its ``*_id`` fields no other request names)
+        for each of the user's requests, stated or not yet (an agent may act on them in its own order). Kept per
+        task (``_anchor_memo``): a task's words do not change between episodes."""
         task = self.task
         if task is None:
             return []
         kept = self._anchor_memo.get(task.id)
-        if kept is not None and kept[0] is task:
+        if kept is not None and kept[0] is task and not self._changed:
             return kept[1]
-        anchors: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+        anchors: list[tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]] = []
+        ids: list[tuple[str, ...]] = []
         for intent in self.intents:
             values = [v for k, v in intent.items() if k not in _NOT_ANCHORS]
             named = [v for k, v in intent.items() if k.endswith(ID_KEYS)]  # ids even without a digit ("LXYJDS")
@@ -326,8 +346,13 @@ class ScenarioUser(UserSimulator):
             if isinstance(intent.get("refuel_gb"), (int, float)):
                 own += (f"{intent['refuel_gb']:g} gb",)
             own += tuple(str(t).lower() for t in intent.get("plan_terms", ()))  # what its plan names, if given
-            anchors.append((intent, own))
-        self._anchor_memo[task.id] = (task, anchors)
+            ids.append(tuple(v.lower() for v in _strings(named) if len(v) >= 3))
+            anchors.append((intent, own, ()))
+        for index, (intent, own, _) in enumerate(anchors):
+            others = {a for j, (_, theirs, _) in enumerate(anchors) if j != index for a in theirs}
+            anchors[index] = (intent, own, tuple(a for a in ids[index] if a not in others))
+        if not self._changed:  # a request that changed its mind has other words: this episode's only
+            self._anchor_memo[task.id] = (task, anchors)
         return anchors
 
     # -- disclosure of facts: a plain question always gets its answer (the persona only sets what is volunteered)
@@ -346,6 +371,43 @@ class ScenarioUser(UserSimulator):
                 if key in intent and intent[key] not in out:
                     out.append(intent[key])
         return out
+
+    def _given(self, key: str) -> tuple[list[Any], list[str]]:
+        """The values of ``key`` the user gives now for the requests stated so far, and what it says instead of
+        those it holds back. A request's ``withhold`` keeps a value back the first time it is asked for
+        (``"asked_twice"``) or until the user has said who it is (``"identified"``); its ``first_says`` gives a
+        wrong value the first time, the right one after."""
+        if not self.intents:
+            return self._stated(key), []
+        values: list[Any] = []
+        excuses: list[str] = []
+        for index, intent in enumerate(self.intents[:self.stated]):
+            if key not in intent:
+                continue
+            asked = self._asked[index, key] = self._asked.get((index, key), 0) + 1
+            until = (intent.get("withhold") or {}).get(key)
+            wrong = (intent.get("first_says") or {}).get(key)
+            words = key.removesuffix("_id").replace("_", " ")
+            if until == "asked_twice" and asked == 1:
+                excuses.append(f"I don't have the {words} number at hand right now.")
+                continue
+            if until == "identified" and not self._identified:
+                excuses.append(f"I'll give you the {words} number once you have verified who I am.")
+                continue
+            value = wrong if wrong is not None and asked == 1 else intent[key]
+            if value not in values:
+                values.append(value)
+        return values, excuses
+
+    def _correction(self, text: str) -> UserReply | None:
+        """The right value of a fact the user gave wrong, where ``text`` (lower case) names the wrong value (the
+        agent says its look-up found nothing); None where it names none."""
+        for index, intent in enumerate(self.intents[:self.stated]):
+            for key, wrong in (intent.get("first_says") or {}).items():
+                if self._asked.get((index, key), 0) == 1 and str(wrong).lower() in text:
+                    self._asked[index, key] = 2
+                    return UserReply(content=self._say(f"Sorry, I gave you the wrong one: it's {intent[key]}."))
+        return None
 
     def _disclose(self, text: str) -> UserReply | None:
         """The user's answer to every fact the agent asks for in ``text`` (lower case), or None if it asks none.
@@ -371,10 +433,13 @@ class ScenarioUser(UserSimulator):
             parts.append(f"I'm {f['first_name']} {f['last_name']}, zip code {f['zip']}.")
         if not parts and identity and "identity" in asked:
             parts.append(identity)
-        orders = self._stated("order_id") if "order" in asked else []
+        excuses: list[str] = []
+        orders, held = self._given("order_id") if "order" in asked else ([], [])
+        excuses += held
         if orders:
             parts.append(f"It's order {' and '.join(orders)}.")
-        reservations = self._stated("reservation_id") if "reservation" in asked else []
+        reservations, held = self._given("reservation_id") if "reservation" in asked else ([], [])
+        excuses += held
         if reservations:
             parts.append(f"It's reservation {' and '.join(reservations)}.")
         if "payment" in asked:
@@ -394,13 +459,22 @@ class ScenarioUser(UserSimulator):
             if people:
                 parts.append("The passengers are " + " and ".join(
                     f"{p['first_name']} {p['last_name']}, born {p['dob']}" for p in people) + ".")
-        parts = list(dict.fromkeys(p for p in parts if p))
+        parts = list(dict.fromkeys(p for p in parts + excuses if p))
+        if identity and any(identity in p for p in parts):
+            self._identified = True  # (after this reply: a fact held until then is given when next asked)
         return UserReply(content=self._say(" ".join(parts))) if parts else None
 
     def _confirm(self, planned: dict[str, Any] | None) -> UserReply:
         """The answer to "shall I?": what exactly, without a plan; yes to a plan for a request it accepts; else no."""
         if planned is None:  # a bare "shall I proceed?" states no plan to agree to
             return UserReply(content=self._say("What exactly will you do? Please tell me the details first."))
+        change = planned.get("on_confirm")
+        if change:  # asked to confirm this request for the first time: the user changes its mind
+            # (the anchors a task keeps may hold an earlier episode's copy of the request: equal, not the same)
+            index = next(i for i, intent in enumerate(self.intents) if intent is planned or intent == planned)
+            self.intents[index] = dict(change["becomes"])
+            self._changed.add(index)
+            return UserReply(content=self._say(change["says"]))
         if planned.get("accept", True):
             return UserReply(content=self._say("Yes, please go ahead."))
         return UserReply(content=self._say("No, please don't do that."))
@@ -411,6 +485,9 @@ class ScenarioUser(UserSimulator):
             named = named_request(raw, self.tools)
             if named is not None:
                 return self._perform(named)
+        corrected = self._correction(text) if self.intents else None
+        if corrected is not None:
+            return corrected
         if _has(text, r"transfer", r"human agent", r"representative") and not _has(text, r"\?$"):
             return UserReply(content=TRANSFER)
         if _has(text, r"anything else", r"something else", r"else (i|we) can", r"other (questions|requests)"):

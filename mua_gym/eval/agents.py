@@ -17,7 +17,7 @@ import numpy as np
 from mua_gym.kit.fairness import ARGUMENT_QUESTIONS
 from mua_gym.llm.client import AgentModelError, acall, add_usage, call, probe, split_call_limits
 from mua_gym.llm.redact import Redactor
-from mua_gym.task import Task
+from mua_gym.task import Task, leaf_values
 
 __all__ = ["Agent", "AgentError", "FairAgent", "LiteLLMAgent", "OracleAgent", "RandomAgent", "check_agent_spec",
            "make_agent"]
@@ -106,6 +106,8 @@ RETRIES = 8
 #: it did nothing.
 TRANSIENT = re.compile(r"timed out|\b429 Too Many|\b50[0-4] [A-Z]|rate limit|could not parse|"
                        r"request was not applied|nothing was changed", re.IGNORECASE)
+#: What makes the user's answer to a plan a change of mind ("Actually, ... instead"): the plan is stated again.
+CHANGED_MIND = re.compile(r"\b(?:actually|instead|changed my mind)\b", re.IGNORECASE)
 #: What a fair agent writes for an argument no reward compares (a transfer summary): its own words.
 OWN_WORDS = "The customer needs help that my tools cannot give; please take over."
 
@@ -226,9 +228,12 @@ class FairAgent(OracleAgent):
     whether each has appeared in the conversation: the policy, the tool schemas, user messages and tool results,
     matched by the generator's fairness rules (:class:`mua_gym.kit.fairness.Knowledge`). It never reads the scenario's
     facts. Before a call with unseen values it asks the user for those arguments in plain words
-    (:data:`mua_gym.kit.fairness.ARGUMENT_QUESTIONS`; other arguments by their name in words); if they are still
-    unseen it asks whether there is anything else (the user then states its next request) and asks again, as
-    often as the task has gold calls. A value never seen is never used:
+    (:data:`mua_gym.kit.fairness.ARGUMENT_QUESTIONS`; other arguments by their name in words), twice (a user may
+    hold a fact back, or give a wrong one, the first time); if they are still unseen it asks whether there is
+    anything else (the user then states its next request) and asks again, as often as the task has gold calls;
+    before a write it also states the plan as far as it knows it (a user may change its request on hearing it).
+    It makes a write only once the user agrees to its full plan; an answer that changes the request
+    (:data:`CHANGED_MIND`) gets the plan stated again. A value never seen is never used:
     the agent gives up (``gave_up`` lists the values), apologises and only asks whether there is anything else from
     then on, so the episode fails. Before each write it states that call with its arguments (OracleAgent's plan
     format) and asks to proceed; it makes the write only if the user says yes. Arguments that no reward compares
@@ -261,6 +266,7 @@ class FairAgent(OracleAgent):
         self.gave_up: list[str] = []
         self._attempts = 0  # questions and nudges made for the next call
         self._proposed = False  # the next call (a write) was stated and awaits the user's answer
+        self._replanned = 0  # plans stated again for the next call, after the user changed its mind
         self._done_failing = False
         self._last_call: dict[str, Any] | None = None  # the call just made, to make again if it failed
         self._retried = 0
@@ -490,21 +496,38 @@ class FairAgent(OracleAgent):
             if re.match(r"\s*(no\b|nope)", reply.lower()) or "don't do" in reply.lower():
                 self._pending.pop(0)
                 return self._say("Understood, I will not do that.")
-            return self._call(self._pending.pop(0))
+            if re.match(r"\s*yes\b", reply.lower()) or not CHANGED_MIND.search(reply):
+                self._replanned = 0
+                return self._call(self._pending.pop(0))
+            self._replanned += 1  # it wants something else: the plan is stated again, as it now stands
+            if self._replanned > 2:
+                self.gave_up = [f"{action.name}: the user did not agree to the plan"]
+                self._done_failing = True
+                return self._say("I'm sorry, I cannot tell what you would like me to do.")
         unseen = self._unseen(action)
         wanted = [(name, value) for name, value in unseen if name not in IDENTITY]
-        if wanted and self.look_up and self._attempts % 2 == 1:  # asked, not told, and no identity: look it up
+        missing = {name for name, _ in unseen}
+        said = " ".join(self._user_texts).lower()
+        known = {k: v for k, v in self._arguments(action).items()  # the plan as far as the user told it
+                 if k not in missing and all(str(leaf).lower() in said for leaf in leaf_values(v))}
+        # asked twice (a user may hold a fact back the first time); before a write, the plan as far as the user told
+        # it (a user may change its mind on hearing it); then "anything else?"; in turn
+        cycle = 4 if self._is_write(action) and known else 3
+        if wanted and self.look_up and self._attempts % cycle == 1:  # asked, not told, no identity: look it up
             lookup = self._lookup(action, wanted)
             if lookup is not None:
                 return lookup
         if unseen:
-            if self._attempts > 2 * len(self.task.gold_actions):
+            if self._attempts > 4 * len(self.task.gold_actions):
                 self.gave_up = [f"{action.name}.{name}={value!r}" for name, value in unseen]
                 self._done_failing = True
                 return self._say("I'm sorry, I cannot continue without that information.")
             self._attempts += 1
-            if self._attempts % 2 == 0:
+            if self._attempts % cycle == 0:
                 return self._say(NEXT_REQUEST)
+            if self._attempts % cycle == 3:
+                return self._say(f"Here is what I will do so far: {action.name} with {json.dumps(known)}. Shall I "
+                                 "proceed?")
             asked = dict.fromkeys(ARGUMENT_QUESTIONS.get(name, f"What is the {name.replace('_', ' ')}?")
                                   for name, _ in unseen)
             return self._say(" ".join(asked))

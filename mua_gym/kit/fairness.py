@@ -204,7 +204,9 @@ _QUIET = Persona(disclosure="minimal", patience=10 ** 6)
 
 def user_disclosures(task: Task) -> list[str]:
     """What the scenario user says to a fair agent: its opening, each further request (asked "anything else?"
-    until it has stated them all), and its reply to :data:`PLAIN_QUESTIONS` (it answers for every request stated).
+    until it has stated them all), its replies to :data:`PLAIN_QUESTIONS` asked twice (it answers for every request
+    stated; some users hold a fact back, or give a wrong one, the first time), and, for a request that changes on
+    confirmation, what it says when asked to confirm a plan for it (then the questions once more).
     It plays the task's persona at minimal disclosure (nothing volunteered) and unlimited patience, so only plain
     answers count."""
     from mua_gym.user_sims.base import run_immediate
@@ -217,7 +219,16 @@ def user_disclosures(task: Task) -> list[str]:
     nudge = [AssistantMessage(content=NEXT_REQUEST)]
     for _ in range(len(task.user_scenario.intents) - user.stated):
         said.append(run_immediate(user.respond(nudge)).content)
-    said.append(run_immediate(user.respond([AssistantMessage(content=" ".join(PLAIN_QUESTIONS))])).content)
+    questions = [AssistantMessage(content=" ".join(PLAIN_QUESTIONS))]
+    # twice: a user may hold a fact back, or give a wrong one, the first time it is asked
+    said += [run_immediate(user.respond(questions)).content for _ in range(2)]
+    changing = [(i, strong or own) for i, (intent, own, strong) in enumerate(user._plan_anchors())
+                if intent.get("on_confirm") and (strong or own)]
+    for _, own in changing:  # a plan for a request that changes on confirmation: what the user wants instead
+        plan = AssistantMessage(content=f"Here is what I will do: change {own[0]}. Shall I proceed?")
+        said.append(run_immediate(user.respond([plan])).content)
+    if changing:
+        said.append(run_immediate(user.respond(questions)).content)
     return said
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TaskMaker", "draw_intents", "generated_world", "read_world"]
 
+#: How many other kinds :func:`draw_intents` tries for one request before it gives the task up.
+RETRIES = 4
 T = TypeVar("T")
 S = TypeVar("S")
 M = TypeVar("M", bound="TaskMaker")
@@ -42,15 +44,29 @@ class TaskMaker:
 
 
 def draw_intents(maker: M, level: int, makers: Mapping[str, Callable[[M], Intent | None]],
-                 kinds: Sequence[str] | None = None, last: str | None = "refusal") -> list[Intent] | None:
-    """``level`` intents of kinds drawn from ``kinds`` (by default every key of ``makers``), the last one of kind
-    ``last`` at level 3 (a request the policy refuses); None where some kind has nothing for this user."""
+                 kinds: Sequence[str] | None = None, last: str | Sequence[str] | None = "refusal",
+                 count: int | None = None) -> list[Intent] | None:
+    """``count`` (default ``level``) intents of kinds drawn from ``kinds`` (by default every key of ``makers``), the
+    last one of kind ``last`` (or one drawn from several) from level 3 up (a request the policy refuses, or one for a
+    human); a kind with nothing for this user is drawn again (up to :data:`RETRIES` times; the closing one not at
+    all), then None."""
     kinds = list(makers) if kinds is None else kinds
-    drawn = [kinds[int(maker.rng.integers(len(kinds)))] for _ in range(level)]
-    if level == 3 and last is not None:
-        drawn[-1] = last
-    intents = [makers[kind](maker) for kind in drawn]
-    return None if any(i is None for i in intents) else intents  # type: ignore[return-value]
+    closing = [last] if isinstance(last, str) else list(last or ())
+    wanted = level if count is None else count
+    intents: list[Intent] = []
+    for slot in range(wanted):
+        closes = level >= 3 and bool(closing) and slot == wanted - 1
+        pool = closing if closes else kinds
+        # a kind this user has nothing (left) for: another kind of the same pool; the closing kind is drawn once
+        # (its draw keeps the closing kinds' weights among the tasks made)
+        for _ in range(1 if closes else RETRIES + 1):
+            made = makers[pool[int(maker.rng.integers(len(pool)))]](maker)
+            if made is not None:
+                intents.append(made)
+                break
+        else:
+            return None
+    return intents
 
 
 def generated_world(seed: int, size: str = "default", source: str = "generated") -> WorldSpec:
