@@ -71,8 +71,10 @@ def test_task_generation_is_deterministic(airline):
     b = generated_tasks(airline, "dev", count=20)
     assert [t.model_dump_json() for t in a] == [t.model_dump_json() for t in b]
     hard = generated_tasks(airline, "test", count=5, difficulty=3)
-    assert all(len(t.user_scenario.intents) == 3 and t.user_scenario.intents[-1]["category"] == "refusal"
-               for t in hard)
+    assert all(len(t.user_scenario.intents) == 3 and t.user_scenario.intents[-1]["category"] in ("refusal", "transfer")
+               for t in hard)  # the last a refusal, or a cancellation a human must take (a trip partly flown)
+    long = generated_tasks(airline, "test", count=5, difficulty=4)
+    assert all(4 <= len(t.user_scenario.intents) <= 8 for t in long)
 
 
 def test_oracle_scores_one_and_doing_nothing_zero_on_every_test_task(test_tasks):

@@ -65,7 +65,8 @@ def test_task_counts_splits_and_categories(retail, test_tasks):
     assert not users["train"] & users["test"] and not users["train"] & users["dev"] and not users["dev"] & users["test"]
     categories = collections.Counter(t.category for t in train)
     assert set(categories) == {"cancel", "modify_items", "modify_address", "modify_payment", "user_address",
-                               "return", "exchange", "information", "refusal", "multi"}
+                               "return", "exchange", "information", "refusal", "multi", "refund_total",
+                               "price_difference", "claim_status", "transfer"}
     assert len({t.id for t in train}) == len(train)
     auth = collections.Counter(t.gold_actions[0].name for t in train)
     assert auth["find_user_id_by_email"] > 0 and auth["find_user_id_by_name_zip"] > 0
@@ -78,7 +79,9 @@ def test_task_generation_is_deterministic_and_sized_on_demand(retail):
     assert len(generated_tasks(retail, "test", count=7)) == 7
     hard = generated_tasks(retail, "test", count=10, difficulty=3)
     assert all(t.category == "multi" and len(t.user_scenario.intents) == 3 for t in hard)
-    assert all(t.user_scenario.intents[-1]["category"] == "refusal" for t in hard)
+    assert all(t.user_scenario.intents[-1]["category"] in ("refusal", "claim_status", "transfer") for t in hard)
+    long = generated_tasks(retail, "test", count=5, difficulty=4)
+    assert all(4 <= len(t.user_scenario.intents) <= 6 for t in long)
 
 
 def test_oracle_scores_one_and_doing_nothing_zero_on_every_test_task(test_tasks):
