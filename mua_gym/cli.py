@@ -528,13 +528,16 @@ def _tasks(args: argparse.Namespace) -> int:
     """Prints the tasks of one env and split: id, category, difficulty and what the user wants, one per line."""
     import mua_gym
 
+    split = args.split or ("train" if args.coverage else "test")
     try:
-        check_split(args.split)
-        env = mua_gym.make_async(args.env, split=args.split, world=args.world,
+        check_split(split)
+        env = mua_gym.make_async(args.env, split=split, world=args.world,
                                  world_params=_key_values(args.world_param, "--world-param"))
         tasks = env.tasks()
     except (ValueError, KeyError) as exc:
         raise UsageError(one_line(exc)) from None
+    if args.coverage:
+        return _coverage(args, env, tasks, split)
     if args.json:
         for task in tasks:
             print(json.dumps({"id": task.id, "category": task.category, "difficulty": task.difficulty,
@@ -546,6 +549,28 @@ def _tasks(args: argparse.Namespace) -> int:
         level = "" if task.difficulty is None else str(task.difficulty)
         print(f"{task.id:{width}s}  {task.category or '-':16s} {level:5s}  {task.summary(args.width)}")
     print(f"{len(tasks)} tasks in {args.env} {args.split}", file=sys.stderr)
+    return 0
+
+
+def _coverage(args: argparse.Namespace, env: Any, tasks: Any, split: str) -> int:
+    """Prints how far ``tasks`` cover TAU2's tasks of the env's domain (:mod:`mua_gym.eval.coverage`)."""
+    from mua_gym.domain.tau2 import Tau2NotFound
+    from mua_gym.eval.coverage import coverage, format_coverage
+
+    domain = env.domain
+    if "tau2" not in domain.task_sources:
+        raise UsageError(f"domain {domain.name!r} has no TAU2 tasks to compare with")
+    params = {"path": args.against_path} if args.against_path else {}
+    try:
+        reference = [t for s in ("train", "test") for t in domain.tasks(s, "tau2", **params)]
+    except Tau2NotFound as exc:
+        raise UsageError(one_line(exc)) from None
+    reads = [name for name in domain.tools.tools if domain.tools[name].kind == "read"]
+    report = coverage(tasks, reference, reads)
+    if args.json:
+        print(report.model_dump_json())
+    else:
+        print(format_coverage(report, name=f"{split} split", against="TAU2"))
     return 0
 
 
@@ -673,11 +698,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     aud.set_defaults(handler=_audit)
     tasks = sub.add_parser("tasks", help="list an env's tasks: id, category, difficulty, what the user wants")
     tasks.add_argument("--env", required=True, help="an env id, e.g. mua/Retail-v0 (mua-gym list shows them)")
-    tasks.add_argument("--split", default="test", help="train, dev or test (default: test)")
+    tasks.add_argument("--split", default=None, help="train, dev or test (default: test; with --coverage, train)")
     tasks.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
     tasks.add_argument("--world-param", action="append", default=[], metavar="KEY=VALUE")
     tasks.add_argument("--width", type=int, default=100, help="cut each summary to this many characters")
     tasks.add_argument("--json", action="store_true", help="one JSON object per task, summaries whole")
+    tasks.add_argument("--coverage", action="store_true",
+                       help="compare the split with TAU2's tasks (train and test) by shape: tool sets, lengths, "
+                            "user behaviours, faults; needs tau2 installed or --against-path")
+    tasks.add_argument("--against-path", default=None, help="a folder of TAU2's data for --coverage")
     tasks.set_defaults(handler=_tasks)
     lister = sub.add_parser("list", help="list the registered environments")
     lister.set_defaults(handler=_list)
