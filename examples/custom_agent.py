@@ -1,6 +1,6 @@
 """Your own agent in ``mua_gym.eval.evaluate.evaluate``: a class with ``reset(info)`` and ``act(observation)``.
 
-    python examples/custom_agent.py                 # 10 retail test tasks, results in runs/custom-agent
+    python examples/custom_agent.py                 # 20 retail test tasks, results in runs/custom-agent
     mua-gym report runs/custom-agent                # the report of what it did
 
 An agent is any object with two methods (``mua_gym.eval.agents.Agent`` is the base class):
@@ -15,8 +15,8 @@ The task is given so that an agent can be keyed to it (a per-task memo, say); re
 (``task.gold_actions``) is what the oracle does, and is no measure of an agent.
 
 This one is deliberately simple: it identifies the customer (by email, or name and zip), reads the order they
-name, and tells them its status and what they paid. It solves the few tasks that ask for nothing more (1 of the
-first 10 retail test tasks): a real agent puts a model in ``act``.
+name, and tells them its status and what they paid. It solves the few tasks that ask for nothing more (3 of the
+first 20 one-request retail test tasks): a real agent puts a model in ``act``.
 """
 
 import json
@@ -77,7 +77,8 @@ class LookupAgent(Agent):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "runs/custom-agent"
-    config = EvalConfig(env_ids=["mua/Retail-v0"], agent="custom:lookup", num_tasks=10, split="test")
+    config = EvalConfig(env_ids=["mua/Retail-v0"], agent="custom:lookup", num_tasks=20, split="test",
+                        world_params={"difficulty": 1})  # tasks of one request each
     summary = evaluate(config, out=out, agent_factory=lambda task, seed: LookupAgent())
     print(f"{summary.episodes} episodes, pass^1 {summary.pass_hat_k[1]:.3f}, "
           f"{summary.mean_turns:.1f} turns on average; results in {out}")

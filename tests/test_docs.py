@@ -37,7 +37,7 @@ def test_the_custom_agent_example_evaluates_and_keeps_its_run(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "custom_agent.py"), str(out)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    assert "10 episodes, pass^1 0.100" in result.stdout and (out / "run.json").is_file()
+    assert "20 episodes, pass^1 0.150" in result.stdout and (out / "run.json").is_file()
 
 
 def _slug(heading: str) -> str:

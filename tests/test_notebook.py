@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gymnasium
@@ -34,7 +35,7 @@ def test_the_example_notebook_runs_in_a_kernel_and_shows_the_html_views(tmp_path
     trajectory_view = _tagged(notebook, "trajectory-view").outputs[0]["data"]["text/html"]
     assert "mock" in trajectory_view and "Could you tell me the email on your account?" in trajectory_view
     printed = "".join(o.text for o in _tagged(notebook, "eval").outputs if o.output_type == "stream")
-    assert "episodes; pass^k {1: " in printed and "mua/Retail-v0 cancel: pass^1" in printed
+    assert "episodes; pass^k {1: " in printed and re.search(r"mua/Retail-v0 \w+: pass\^1 \d", printed)
     assert (tmp_path / "runs" / "notebook-fair" / "episodes.jsonl").exists()  # the eval wrote where it was told
 
 

@@ -434,10 +434,11 @@ def test_the_task_reward_pays_the_shotgun_only_where_its_guesses_are_the_whole_f
 
 
 def test_a_gold_row_given_a_wrong_value_is_a_miss_and_an_extra_row():
-    """telecom-train-0-00009 wants 1.5 GB refuelled; the shotgun refuels 1.0 GB: those rows are wrong, not half
-    right, and its other writes are strays: no credit."""
+    """A task that wants 1.5 GB refuelled; the shotgun refuels 1.0 GB: those rows are wrong, not half right, and its
+    other writes are strays: no credit."""
     env = MuaEnv("telecom", split="train", reward="partial")
-    task = next(t for t in env.core.tasks("train") if t.id == "telecom-train-0-00009")
+    task = next(t for t in env.core.tasks("train")
+                if any(a.name == "refuel_data" and a.arguments.get("gb_amount") == 1.5 for a in t.gold_actions))
     reward, _, _, info = run(env, task, ShotgunAgent())
     ri = info["reward_info"]
     assert ri["task_reward"] == 0.0 and ri["rows_reproduced"] < ri["gold_rows_changed"]

@@ -30,8 +30,27 @@ def closes_its_envs(monkeypatch):
         env.close()
 
 
-CANCEL = "retail-test-0-00003"  # Caleb Singh: cancel #W8145121 (ordered by mistake); knows his email, not his user id
-OPENING = "Please cancel my order #W8145121; I ordered it by mistake."
+
+
+def _cancel_task() -> mua_gym.Task:
+    """The first retail test task that only cancels an order ordered by mistake, told straight, by a customer who
+    knows their email and not their user id."""
+    for task in mua_gym.get_domain("retail").tasks("test"):
+        intents, facts = task.user_scenario.intents, task.user_scenario.facts
+        if task.category == "cancel" and "email" in facts and intents[0].get("reason") == "ordered by mistake" \
+                and not any(k in intents[0] for k in ("withhold", "first_says", "on_confirm")):
+            return task
+    raise AssertionError("no plain cancel task in the retail test split")
+
+
+TASK = _cancel_task()
+CANCEL = TASK.id
+ORDER = TASK.user_scenario.intents[0]["order_id"]
+EMAIL = TASK.user_scenario.facts["email"]
+USER_ID = TASK.user_scenario.facts["user_id"]
+NAME = TASK.user_scenario.instructions.removeprefix("You are ").split(",")[0]  # "first last"
+FIRST = NAME.split()[0]
+OPENING = f"Please cancel my order {ORDER}; I ordered it by mistake."
 
 
 def retail(model, **kwargs):
@@ -45,20 +64,20 @@ def kinds(env):
 
 
 def test_a_faithful_llm_user_has_no_faults():
-    model = script("faithful", [OPENING, "My email is caleb.singh4774@example.com.", "Yes, please go ahead.",
+    model = script("faithful", [OPENING, f"My email is {EMAIL}.", "Yes, please go ahead.",
                                 "###STOP###"])
     env, obs, info = retail(model)
     env.step("Could you give me your email so I can find your account?")
-    env.step({"name": "find_user_id_by_email", "arguments": {"email": "caleb.singh4774@example.com"}})
-    env.step("I will cancel order #W8145121 because it was ordered by mistake. Shall I proceed?")
-    env.step({"name": "cancel_pending_order", "arguments": {"order_id": "#W8145121", "reason": "ordered by mistake"}})
-    obs, reward, terminated, truncated, info = env.step("Your order #W8145121 is cancelled. Anything else?")
+    env.step({"name": "find_user_id_by_email", "arguments": {"email": EMAIL}})
+    env.step(f"I will cancel order {ORDER} because it was ordered by mistake. Shall I proceed?")
+    env.step({"name": "cancel_pending_order", "arguments": {"order_id": ORDER, "reason": "ordered by mistake"}})
+    obs, reward, terminated, truncated, info = env.step(f"Your order {ORDER} is cancelled. Anything else?")
     assert terminated and reward == 1.0
     assert kinds(env) == [] and "user_faults" not in info and env.unwrapped.core.void is None
 
 
 def test_invented_fact():
-    model = script("invents", ["Please cancel my order #W0000001. My email is caleb@nowhere.org."])
+    model = script("invents", [f"Please cancel my order #W0000001. My email is {FIRST.lower()}@nowhere.org."])
     env, obs, info = retail(model)
     assert [f["kind"] for f in info["user_faults"]] == ["invented_fact"]
     fault = info["user_faults"][0]
@@ -66,7 +85,7 @@ def test_invented_fact():
 
 
 def test_a_value_the_agent_said_is_not_invented_but_an_unknown_fact_is():
-    model = script("repeats", [OPENING, "Yes, order #W5550001 too.", "My user id is caleb_singh_6831."])
+    model = script("repeats", [OPENING, "Yes, order #W5550001 too.", f"My user id is {USER_ID}."])
     env, obs, info = retail(model)
     obs, *_, info = env.step("Do you also mean order #W5550001?")
     assert "user_faults" not in info  # the agent named it
@@ -101,7 +120,7 @@ def test_a_stop_after_the_same_line_is_judged_on_each_episodes_world():
     *_, info = env.step(ask)
     assert [f["kind"] for f in info["user_faults"]] == ["early_stop"]
     env.reset(seed=0, options={"task_id": CANCEL})
-    env.step({"name": "cancel_pending_order", "arguments": {"order_id": "#W8145121", "reason": "ordered by mistake"}})
+    env.step({"name": "cancel_pending_order", "arguments": {"order_id": ORDER, "reason": "ordered by mistake"}})
     obs, reward, terminated, truncated, info = env.step(ask)
     assert terminated and reward == 1.0 and "user_faults" not in info  # the world is the gold one: no early stop
     env.reset(seed=0, options={"task_id": CANCEL})
@@ -110,14 +129,14 @@ def test_a_stop_after_the_same_line_is_judged_on_each_episodes_world():
 
 
 def test_scenario_leak():
-    model = script("leaks", ["You are Caleb Singh. Give your details only when asked; confirm the agent's plan only "
+    model = script("leaks", [f"You are {NAME}. Give your details only when asked; confirm the agent's plan only "
                              "if it matches your request."])
     env, obs, info = retail(model)
     assert [f["kind"] for f in info["user_faults"]] == ["scenario_leak"]
 
 
 def test_role_break_in_words_and_in_tool_calls():
-    model = script("agent-voice", [OPENING, "I have cancelled your order #W8145121 for you."])
+    model = script("agent-voice", [OPENING, f"I have cancelled your order {ORDER} for you."])
     env, obs, info = retail(model)
     obs, *_, info = env.step("Could you confirm the order number?")
     assert [f["kind"] for f in info["user_faults"]] == ["role_break"]
@@ -151,7 +170,7 @@ def test_off_scenario_agreement():
     assert [f["kind"] for f in info["user_faults"]] == ["off_scenario"]
     model = script("agrees-own", [OPENING, "Yes, go ahead."])
     env, obs, info = retail(model)
-    obs, *_, info = env.step("I will cancel order #W8145121. Shall I proceed?")
+    obs, *_, info = env.step(f"I will cancel order {ORDER}. Shall I proceed?")
     assert "user_faults" not in info
 
 
@@ -233,7 +252,7 @@ def test_the_llm_reviewer_reads_its_model_and_counts_its_tokens():
     env = mua_gym.make("mua/Retail-v0", split="test", user="scenario", fault_reviewer=f"litellm:{reviewer_model}")
     obs, info = env.reset(seed=0, options={"task_id": CANCEL})
     assert [(f["kind"], f["evidence"]) for f in info["user_faults"]] == [("early_stop", "(reviewer) gave up")]
-    assert "Caleb" in SEEN["reviewer"][-1][0]["content"]  # it was shown the scenario
+    assert FIRST in SEEN["reviewer"][-1][0]["content"]  # it was shown the scenario
     assert env.unwrapped.trajectory().usage["reviewer_total_tokens"] == 15
 
 
@@ -306,10 +325,10 @@ def test_an_assistant_voice_in_the_user_is_a_role_break():
 
 def test_a_name_is_invented_only_in_the_words_nobody_gave():
     """A given name from the scenario and a surname the agent said is no invented name; a surname nobody said is."""
-    model = script("surname", [OPENING, "My name is Caleb Quint.", "My name is Caleb Varga."])
+    model = script("surname", [OPENING, f"My name is {FIRST} Quint.", f"My name is {FIRST} Varga."])
     env, obs, info = retail(model)
     *_, info = env.step("Is the order under the surname Quint?")
-    assert "user_faults" not in info  # "Caleb" is in the scenario, "Quint" the agent said
+    assert "user_faults" not in info  # the first name is in the scenario, "Quint" the agent said
     *_, info = env.step("What is your full name?")
-    assert [f["kind"] for f in info["user_faults"]] == ["invented_fact"] and "Caleb Varga" in \
+    assert [f["kind"] for f in info["user_faults"]] == ["invented_fact"] and f"{FIRST} Varga" in \
         info["user_faults"][0]["evidence"]

@@ -25,6 +25,8 @@ from mua_gym.env.parsing import MAX_TOOL_CALLS
 from integrations.readme import readme_block
 
 TASKSET_ID = "mua-gym-verifiers"
+#: Tasks of one request each (level 1): the first test tasks then change something, told straight, in four turns.
+ONE_REQUEST = {"difficulty": 1}
 
 
 def test_missing_verifiers_is_one_line_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,7 +83,7 @@ def garbage(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def retail_plays() -> tuple[list[Task], Reply]:
     """Three retail test tasks and one reply function: the gold play, a play without its writes, garbage."""
-    env = AsyncMuaEnv("retail", split="test")
+    env = AsyncMuaEnv("retail", split="test", world_params=ONE_REQUEST)
     tasks = env.tasks()[:3]
 
     async def openings() -> list[str]:
@@ -120,7 +122,8 @@ def test_vf_eval_scores_the_gold_play_1_and_wrong_plays_0(tmp_path: Path, taskse
              "-o", str(tmp_path / "out"),
              "--model", "scripted", "--client.base-url", server.url, "--env.agent.runtime.type", "subprocess",
              "--env.taskset.env-id", "mua/Retail-v0", "--env.taskset.split", "test",
-             "--env.taskset.user", "scripted", "--env.taskset.max-turns", "30"],
+             "--env.taskset.user", "scripted", "--env.taskset.max-turns", "30",
+             "--env.taskset.world-params", json.dumps(ONE_REQUEST)],
             env={**os.environ, "PYTHONPATH": os.pathsep.join([taskset_path, os.environ.get("PYTHONPATH", "")])},
             cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -163,8 +166,9 @@ def test_a_run_cut_by_verifiers_turn_limit_scores_the_world_as_it_stands(
         monkeypatch: pytest.MonkeyPatch, taskset_path: str, max_turns: int, reward: float) -> None:
     # the gold play of this task: two reads, a confirmation, the one write (turn 4), then words to the user
     monkeypatch.syspath_prepend(taskset_path)
-    first = AsyncMuaEnv("retail", split="test").tasks()[0]
-    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "split": "test"}, "agent": {"max_turns": max_turns}})
+    first = AsyncMuaEnv("retail", split="test", world_params=ONE_REQUEST).tasks()[0]
+    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID, "split": "test", "world_params": ONE_REQUEST},
+                                    "agent": {"max_turns": max_turns}})
     env = vf.load_environment(config)
     task = next(iter(env.taskset))
     assert task.key == first.id

@@ -111,7 +111,8 @@ def task_of(row: dict[str, Any], loop_file: Path) -> mua_gym.Task:
 def gold_texts(task: mua_gym.Task, drop_last_write: bool = False) -> list[str]:
     """The OracleAgent's play in Hermes text, each turn ending with the end-of-turn token."""
     agent = OracleAgent(task)
-    actions = [agent.act([]) for _ in range(len(task.gold_actions) + 3)]
+    # (each further request the user states when asked "anything else?" takes one more turn)
+    actions = [agent.act([]) for _ in range(len(task.gold_actions) + 2 + len(task.user_scenario.intents))]
     if drop_last_write:
         tools = mua_gym.get_domain("retail").tools
         writes = [i for i, a in enumerate(actions)
@@ -127,9 +128,24 @@ def batch_of(worker: AgentLoopWorker, readme_files: Path, index: int) -> tuple[D
     return DataProto.from_single_dict(collate_fn([row])), row
 
 
-def rollout(worker: AgentLoopWorker, readme_files: Path, texts_of: Any, index: int = 1,
+def plain_row(readme_files: Path) -> int:
+    """The first row of the README's parquet file whose task writes, hands nothing off and is told straight (the
+    oracle's play, written out before the episode, then follows the user's turns)."""
+    rows = pd.read_parquet(next(readme_files.glob("*.parquet")))
+    loop = next(readme_files.glob("*.yaml"))
+    tools = mua_gym.get_domain("retail").tools
+    for index in range(len(rows)):
+        task = task_of(rows.iloc[index].to_dict(), loop)
+        names = {a.name for a in task.gold_actions}
+        behaves = any(i.get(k) for i in task.user_scenario.intents for k in ("on_confirm", "withhold", "first_says"))
+        if any(tools[n].kind == "write" for n in names) and "transfer_to_human_agents" not in names and not behaves:
+            return index
+    raise AssertionError("no plain task among the README's rows")
+
+
+def rollout(worker: AgentLoopWorker, readme_files: Path, texts_of: Any, index: int | None = None,
             **server: Any) -> tuple[DataProto, ScriptedServer]:
-    batch, row = batch_of(worker, readme_files, index)
+    batch, row = batch_of(worker, readme_files, plain_row(readme_files) if index is None else index)
     worker.llm_client = ScriptedServer(worker.tokenizer, texts_of(task_of(row, next(readme_files.glob("*.yaml")))),
                                        **server)
     return asyncio.run(worker.generate_sequences(batch)), worker.llm_client
