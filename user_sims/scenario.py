@@ -301,9 +301,8 @@ class ScenarioUser(UserSimulator):
         the request whose own ids (no other request's) it names most, then whose anchors it names most, is returned
         (the first of a tie): two requests may share a card or a date. Failing that, a plan naming the customer's,
         user's or line's id or the phone number is taken as one for the task's last request that would not change on
-        hearing a plan. A task without
-        structured requests has nothing to match: there a plan needs a change and any token with a digit (``{}`` is
-        returned).
+        hearing a plan. A task without structured requests has nothing to match: there a plan needs a change and any
+        token with a digit (``{}`` is returned).
         """
         if PLAN_VERB.search(text) is None:
             return None
@@ -469,9 +468,10 @@ class ScenarioUser(UserSimulator):
         if planned is None:  # a bare "shall I proceed?" states no plan to agree to
             return UserReply(content=self._say("What exactly will you do? Please tell me the details first."))
         change = planned.get("on_confirm")
-        if change:  # asked to confirm this request for the first time: the user changes its mind
-            # (the anchors a task keeps may hold an earlier episode's copy of the request: equal, not the same)
-            index = next(i for i, intent in enumerate(self.intents) if intent is planned or intent == planned)
+        # (the anchors a task keeps may hold an earlier episode's copy of the request: equal, not the same)
+        index = None if not change else next(
+            (i for i, intent in enumerate(self.intents) if intent is planned or intent == planned), None)
+        if index is not None:  # asked to confirm this request for the first time: it changes its mind
             self.intents[index] = dict(change["becomes"])
             self._changed.add(index)
             return UserReply(content=self._say(change["says"]))

@@ -505,19 +505,19 @@ class FairAgent(OracleAgent):
                 self._done_failing = True
                 return self._say("I'm sorry, I cannot tell what you would like me to do.")
         unseen = self._unseen(action)
-        wanted = [(name, value) for name, value in unseen if name not in IDENTITY]
-        missing = {name for name, _ in unseen}
-        said = " ".join(self._user_texts).lower()
-        known = {k: v for k, v in self._arguments(action).items()  # the plan as far as the user told it
-                 if k not in missing and all(str(leaf).lower() in said for leaf in leaf_values(v))}
-        # asked twice (a user may hold a fact back the first time); before a write, the plan as far as the user told
-        # it (a user may change its mind on hearing it); then "anything else?"; in turn
-        cycle = 4 if self._is_write(action) and known else 3
-        if wanted and self.look_up and self._attempts % cycle == 1:  # asked, not told, no identity: look it up
-            lookup = self._lookup(action, wanted)
-            if lookup is not None:
-                return lookup
         if unseen:
+            wanted = [(name, value) for name, value in unseen if name not in IDENTITY]
+            missing = {name for name, _ in unseen}
+            said = " ".join(self._user_texts).lower()
+            known = {k: v for k, v in self._arguments(action).items()  # the plan as far as the user told it
+                     if k not in missing and all(str(leaf).lower() in said for leaf in leaf_values(v))}
+            # asked twice (a user may hold a fact back the first time); before a write, the plan as far as the user
+            # told it (a user may change its mind on hearing it); then "anything else?"; in turn
+            cycle = 4 if self._is_write(action) and known else 3
+            if wanted and self.look_up and self._attempts % cycle == 1:  # asked, not told, no identity: look it up
+                lookup = self._lookup(action, wanted)
+                if lookup is not None:
+                    return lookup
             if self._attempts > 4 * len(self.task.gold_actions):
                 self.gave_up = [f"{action.name}.{name}={value!r}" for name, value in unseen]
                 self._done_failing = True
