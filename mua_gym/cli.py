@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 from mua_gym import __version__
 from mua_gym.llm.client import one_line
-from mua_gym.task import check_split
+from mua_gym.task import check_split, did_you_mean
 
 __all__ = ["UsageError", "default_out", "main"]
 
@@ -200,6 +200,8 @@ def _serve(args: argparse.Namespace) -> int:
     env_kwargs = _key_values(args.env_arg, "--env-arg")
     if args.user:
         env_kwargs["user"] = args.user
+    if args.protocol == "mcp":
+        return _serve_mcp(args, env_kwargs)
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
     if args.max_sessions < 1:
@@ -229,6 +231,33 @@ def _serve(args: argparse.Namespace) -> int:
 
     print(f"mua-gym: serving {args.env} (OpenEnv) on http://{args.host}:{args.port}", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _serve_mcp(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> int:
+    """Serves one episode of ``--env`` to an MCP client over stdio until it closes; returns the exit status."""
+    if args.transport != "stdio":
+        raise UsageError("--protocol mcp serves one episode over stdio: add --transport stdio")
+    import asyncio
+
+    import mua_gym
+    from mua_gym.integrations import MissingTrainerError
+    from mua_gym.llm.redact import Redactor
+
+    try:
+        from mua_gym.integrations.mcp import serve_stdio
+    except MissingTrainerError as exc:
+        raise UsageError(str(exc)) from None
+    redact = Redactor.of(env_kwargs)
+    try:
+        env = mua_gym.make_async(args.env, **env_kwargs)
+        ids = [t.id for t in env.tasks()]
+        if args.task_id is not None and args.task_id not in ids:
+            raise ValueError(f"no task {args.task_id!r} in {args.env} {env.split}{did_you_mean(args.task_id, ids)}")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(redact(one_line(exc)) + " (mua-gym tasks --env ID lists the tasks)") from None
+    print(f"mua-gym: serving one episode of {args.env} over MCP (stdio)", file=sys.stderr)
+    asyncio.run(serve_stdio(env, task_id=args.task_id, seed=args.seed, result_file=args.result))
     return 0
 
 
@@ -713,7 +742,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = sub.add_parser("cache", help="where generated tasks and world images are kept on disk, and their size")
     cache.add_argument("--clear", action="store_true", help="delete every entry (they are rebuilt when needed)")
     cache.set_defaults(handler=_cache)
-    serve = sub.add_parser("serve", help="serve an env as an OpenEnv environment (needs mua_gym[openenv])")
+    serve = sub.add_parser("serve", help="serve an env as an OpenEnv environment (needs mua_gym[openenv]), or one "
+                                         "episode to an MCP client (--protocol mcp; needs mua_gym[mcp])")
     serve.add_argument("--env", required=True, help="an env id, e.g. mua/Retail-v0 (mua-gym list shows them)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
@@ -724,6 +754,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="keyword for mua_gym.make, e.g. world_params='{\"count\": 50}'")
     serve.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default 64)")
     serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    serve.add_argument("--protocol", default="openenv", choices=["openenv", "mcp"],
+                       help="openenv (default): OpenEnv's HTTP and WebSocket API; mcp: one episode as MCP tools")
+    serve.add_argument("--transport", default=None, choices=["stdio"],
+                       help="with --protocol mcp: stdio (one process, one episode; what an MCP config launches)")
+    serve.add_argument("--task-id", default=None, help="with --protocol mcp: the task to play (else --seed draws one)")
+    serve.add_argument("--seed", type=int, default=None, help="with --protocol mcp: draws the task when no --task-id")
+    serve.add_argument("--result", default=None,
+                       help="with --protocol mcp: the JSON file the reward, its breakdown and the trajectory go to")
     serve.set_defaults(handler=_serve)
     model = sub.add_parser("serve-model", help="serve a local GGUF model (default: the bundled SmolLM2-135M) "
                                                 "through llama.cpp's OpenAI-compatible server (needs mua_gym[local])")

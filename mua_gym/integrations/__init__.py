@@ -23,6 +23,7 @@ OpenEnv         :mod:`mua_gym.integrations.openenv`         ``openenv``
 verl            :mod:`mua_gym.integrations.verl`            ``verl``
 OpenPipe ART    :mod:`mua_gym.integrations.art`             ``art``
 Ray (a pool)    :mod:`mua_gym.integrations.ray_pool`        ``ray``
+MCP clients     :mod:`mua_gym.integrations.mcp`             ``mcp``
 ==============  ==========================================  ======================
 """
 

@@ -1,0 +1,182 @@
+"""One mua_gym episode behind MCP tools (the ``mcp`` SDK 2.x, low-level server), for any MCP client.
+
+    mua-gym serve --protocol mcp --transport stdio --env mua/Retail-v0 --task-id retail-test-0-00000 --result out.json
+
+The model sees the domain's agent tools, with the env's own JSON schemas as their input schemas, and
+``send_message_to_user(message)``, which returns the simulated user's reply. The user's side (telecom's phone
+tools) is never listed. Arguments are checked against the schemas; every failure (a wrong argument, an unknown tool,
+a failing tool, a call after the end) comes back as an ``is_error`` result with the env's message, never as a
+protocol error, and changes nothing. The reward never goes through a tool the model could call: the operator reads
+it from the result file, written when the episode ends and again when the process closes (an episode still running
+then is scored as it stands, as a trainer's cut is). The server's ``instructions`` carry the policy and the user's
+opening, and the result file holds the opening from the start.
+
+:class:`McpEpisode` is the transport-free part: the tool list and what a call does. :func:`serve_stdio` serves one
+over stdin and stdout (one process, one episode: what a CLI agent's MCP config launches); nothing but protocol
+traffic goes to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+from mua_gym.integrations import require
+
+_types = require("mcp.types", "mcp")
+
+import jsonschema  # noqa: E402  (an mcp dependency, present once the require above passed)
+from mcp.server.lowlevel.server import Server  # noqa: E402
+from mcp.server.stdio import stdio_server  # noqa: E402
+
+__all__ = ["SEND", "McpEpisode", "serve_stdio"]
+
+#: The tool that sends words to the simulated user and returns its reply.
+SEND = "send_message_to_user"
+_SEND_SCHEMA = {"type": "object", "properties": {"message": {
+    "type": "string", "description": "What to tell the customer; the reply is the customer's next message."}},
+    "required": ["message"], "additionalProperties": False}
+#: The longest message or argument text a call may carry (characters), as the env reads at most.
+MAX_TEXT = 100_000
+
+
+def _text(text: str, error: bool = False) -> Any:
+    return _types.CallToolResult(content=[_types.TextContent(type="text", text=text)], is_error=error)
+
+
+class McpEpisode:
+    """One episode of ``env`` (an :class:`mua_gym.AsyncMuaEnv`) as MCP tools; ``result_file`` receives its outcome.
+
+    ``await start(task_id=None, seed=None)`` resets the env and returns the user's opening; :meth:`tools` lists the
+    tools; ``await call(name, arguments)`` plays one and returns a ``CallToolResult``; ``await close()`` ends a
+    running episode where it stands and writes the result.
+    """
+
+    def __init__(self, env: Any, result_file: str | None = None) -> None:
+        self.env = env
+        self.result_file = result_file
+        self.opening = ""
+        self.policy = ""
+        self.done = False
+        self.reward: float | None = None
+        self.info: dict[str, Any] = {}
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self._descriptions: dict[str, str] = {}
+
+    async def start(self, task_id: str | None = None, seed: int | None = None) -> str:
+        options = {"task_id": task_id} if task_id is not None else None
+        observation, info = await self.env.reset(seed=seed, options=options)
+        self.info = dict(info)
+        self.policy = str(info.get("policy") or "")
+        self.opening = "\n".join(str(m.get("content") or "") for m in observation if m.get("role") == "user")
+        for tool in info.get("tools") or []:
+            function = tool.get("function", tool)
+            self._schemas[function["name"]] = function.get("parameters") or {"type": "object", "properties": {}}
+            self._descriptions[function["name"]] = str(function.get("description") or "")
+        self._schemas[SEND] = _SEND_SCHEMA
+        self._descriptions[SEND] = "Send a message to the customer and get their reply."
+        self.done = False
+        self._write()
+        return self.opening
+
+    def tools(self) -> list[Any]:
+        """The model's tools: the domain's agent tools, then :data:`SEND`."""
+        return [_types.Tool(name=name, description=self._descriptions[name], input_schema=schema)
+                for name, schema in self._schemas.items()]
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> Any:
+        """Plays one tool call; an ``is_error`` result for anything the env refuses, the world unchanged."""
+        if self.done:
+            return _text("The conversation has ended; no further calls are taken.", error=True)
+        schema = self._schemas.get(name)
+        if schema is None:
+            return _text(f"Error: unknown tool {name!r}; the tools are {', '.join(self._schemas)}", error=True)
+        arguments = arguments if arguments is not None else {}
+        if len(json.dumps(arguments, default=str)) > MAX_TEXT:
+            return _text(f"Error: the arguments are longer than {MAX_TEXT} characters", error=True)
+        try:
+            jsonschema.validate(arguments, schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+            return _text(f"Error: {where}: {exc.message}", error=True)
+        action: Any = arguments["message"] if name == SEND else {"name": name, "arguments": arguments}
+        observation, reward, terminated, truncated, info = await self.env.step(action)
+        if info.get("error"):
+            return _text(f"Error: {info['error']}", error=True)
+        if name == SEND:
+            said = [str(m.get("content") or "") for m in observation if m.get("role") == "user"]
+            text, error = "\n".join(s for s in said if s) or "(no reply)", False
+        else:
+            results = [str(m.get("content") or "") for m in observation if m.get("role") == "tool"]
+            text = "\n".join(results)
+            error = text.startswith("Error")
+        if terminated or truncated:
+            self._end(reward, info)
+            text += "\n(The conversation has ended.)"
+        return _text(text, error=error)
+
+    async def close(self) -> None:
+        """Ends a running episode where it stands (scored as a trainer's cut is) and writes the result."""
+        if not self.done:
+            reward = await self.env.finish("stopped_by_client")
+            self._end(reward, {"termination_reason": "stopped_by_client",
+                               "reward_info": self.env.trajectory().reward_info})
+        self._write()
+
+    def _end(self, reward: float, info: dict[str, Any]) -> None:
+        self.done, self.reward = True, float(reward)
+        self.info = {**self.info, **info}
+        self._write()
+
+    def result(self) -> dict[str, Any]:
+        """What the result file holds: the task, the opening, and once ended the reward, why it ended, the reward's
+        breakdown and the whole trajectory."""
+        out: dict[str, Any] = {"task_id": self.info.get("task_id"), "done": self.done, "opening": self.opening}
+        if self.done:
+            trajectory = self.env.trajectory()
+            out.update(reward=self.reward, termination_reason=self.info.get("termination_reason"),
+                       reward_info=self.info.get("reward_info"), trajectory=json.loads(trajectory.to_json_line()))
+        return out
+
+    def _write(self) -> None:
+        """Writes :meth:`result` to the result file, whole or not at all (a temporary file renamed)."""
+        if self.result_file is None:
+            return
+        folder = os.path.dirname(os.path.abspath(self.result_file))
+        with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".part") as handle:
+            json.dump(self.result(), handle, default=str)
+        os.replace(handle.name, self.result_file)
+
+
+def server_for(episode: McpEpisode) -> Any:
+    """An MCP low-level server whose tools play ``episode`` (already started)."""
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return _types.ListToolsResult(tools=episode.tools())
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        try:
+            return await episode.call(params.name, params.arguments)
+        except Exception as exc:  # nothing a model sends becomes a protocol error
+            return _text(f"Error: {type(exc).__name__}: {exc}", error=True)
+
+    instructions = (f"You are the support agent. Follow this policy.\n\n{episode.policy}\n\n"
+                    f"The customer's first message:\n{episode.opening}")
+    return Server("mua-gym", instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(env: Any, *, task_id: str | None = None, seed: int | None = None,
+                      result_file: str | None = None) -> McpEpisode:
+    """Serves one episode of ``env`` over stdin and stdout until the client closes; returns the episode, its
+    result written."""
+    episode = McpEpisode(env, result_file)
+    await episode.start(task_id=task_id, seed=seed)
+    server = server_for(episode)
+    try:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await episode.close()
+    return episode
