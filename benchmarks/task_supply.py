@@ -123,9 +123,9 @@ def main() -> None:
     for name in names:
         domain = mua_gym.get_domain(name)
         theirs = [t for s in ("train", "test") for t in domain.tasks(s, "tau2")]
-        reads = [n for n in domain.tools.tools if domain.tools[n].kind == "read"]
         print(f"## {name}\n")
-        print(format_coverage(coverage(domain.tasks("train"), theirs, reads), "train split", "TAU2", top=8))
+        print(format_coverage(coverage(domain.tasks("train"), theirs, domain.tools.names_of("read")), "train split",
+                              "TAU2", top=8))
         if name == "telecom":
             print()
             continue

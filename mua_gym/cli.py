@@ -248,6 +248,8 @@ def _serve_mcp(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> int:
         from mua_gym.integrations.mcp import serve_stdio
     except MissingTrainerError as exc:
         raise UsageError(str(exc)) from None
+    if args.result is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.result))):
+        raise UsageError(f"--result {args.result}: its folder does not exist")
     redact = Redactor.of(env_kwargs)
     try:
         env = mua_gym.make_async(args.env, **env_kwargs)
@@ -594,8 +596,7 @@ def _coverage(args: argparse.Namespace, env: Any, tasks: Any, split: str) -> int
         reference = [t for s in ("train", "test") for t in domain.tasks(s, "tau2", **params)]
     except Tau2NotFound as exc:
         raise UsageError(one_line(exc)) from None
-    reads = [name for name in domain.tools.tools if domain.tools[name].kind == "read"]
-    report = coverage(tasks, reference, reads)
+    report = coverage(tasks, reference, domain.tools.names_of("read"))
     if args.json:
         print(report.model_dump_json())
     else:

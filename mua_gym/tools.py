@@ -227,6 +227,10 @@ class Toolkit:
             raise ValueError(f"duplicate tool name {t.name!r}")
         self.tools[t.name] = t
 
+    def names_of(self, kind: str) -> frozenset[str]:
+        """The names of the tools of ``kind`` (``"read"``, ``"write"``, ...)."""
+        return frozenset(name for name, t in self.tools.items() if t.kind == kind)
+
     def without(self, names: Iterable[str]) -> "Toolkit":
         drop = set(names)
         return Toolkit({n: t for n, t in self.tools.items() if n not in drop})

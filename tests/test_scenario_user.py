@@ -11,6 +11,7 @@ import pytest
 import mua_gym
 from mua_gym import MuaEnv, Task
 from mua_gym.messages import AssistantMessage
+from mua_gym.eval.coverage import behaviours
 from mua_gym.user_sims import ScenarioUser
 from mua_gym.domains.telecom.user_requests import SETTINGS, VOCABULARY
 from mua_gym.user_sims.tool_requests import named_request, reader_for
@@ -157,7 +158,7 @@ def test_every_example_in_the_tables_is_understood(user_tools):
 
 def _straight(task: Task) -> bool:
     """Whether the task's user says everything straight: no change of mind, no fact held back or given wrong."""
-    return not any(i.get(k) for i in task.user_scenario.intents for k in ("on_confirm", "withhold", "first_says"))
+    return not behaviours(task)
 
 
 def test_confirmation_needs_a_stated_plan():

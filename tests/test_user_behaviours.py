@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import mua_gym
+from mua_gym.eval.coverage import behaviours
 from mua_gym import Task
-from mua_gym.kit.behaviours import behaviour_instructions, change_mind, decline, give_wrong_first, withhold
+from mua_gym.kit.behaviours import BEHAVIOURS, behaviour_instructions, change_mind, decline, give_wrong_first, withhold
 from mua_gym.kit.generation import Intent, action, check_task, compose_task
 from mua_gym.messages import AssistantMessage
 from mua_gym.task import Persona
@@ -125,12 +126,9 @@ def split(request):
 
 def test_generated_splits_carry_every_behaviour_and_each_task_stays_verified(split):
     domain, tasks = split
-    kinds = {key for t in tasks for i in t.user_scenario.intents for key in ("on_confirm", "withhold", "first_says")
-             if i.get(key)}
-    assert kinds == {"on_confirm", "withhold", "first_says"}
+    assert set().union(*map(behaviours, tasks)) == set(BEHAVIOURS)
     top = [t for t in tasks if t.difficulty == max(x.difficulty for x in tasks)]
-    conditional = [t for t in top if any(i.get(k) for i in t.user_scenario.intents
-                                         for k in ("on_confirm", "withhold", "first_says"))]
+    conditional = [t for t in top if behaviours(t)]
     assert len(conditional) * 3 >= len(top)
     for task in conditional[:30]:
         assert check_task(domain, task) is None, task.id

@@ -448,7 +448,7 @@ def generated_tasks(domain: Domain, split: str, *, count: int | None = None, see
     """``count`` verified tasks of ``split`` (default 2,000 train, 200 dev, 200 test) over the world of ``seed``."""
     world = generated_world(seed, size)
     snap = read_world(domain, world, Snapshot)
-    writes = frozenset(name for name in domain.tools.tools if domain.tools[name].kind == "write")
+    writes = domain.tools.names_of("write")
 
     def make(rng: np.random.Generator, user: int, level: int, task_id: str) -> Task | None:
         maker = _Maker(snap, rng, snap.users[user], writes)

@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 
 from pydantic import BaseModel
 
+from mua_gym.kit.behaviours import BEHAVIOURS
 from mua_gym.task import Task
 
 __all__ = ["Coverage", "behaviours", "coverage", "fault_family", "format_coverage", "tool_set"]
@@ -26,9 +27,6 @@ __all__ = ["Coverage", "behaviours", "coverage", "fault_family", "format_coverag
 CONDITIONAL_PROSE = re.compile(r"\bif\b|\bunless\b|\bonly (?:if|when|after|once)\b|\bwhen (?:the agent|asked|you are "
                                r"asked)\b|\bchange (?:your|his|her) mind\b|\bafter (?:the agent|being)\b",
                                re.IGNORECASE)
-#: The fields of a generated intent that carry a behaviour of the user (see :mod:`mua_gym.user_sims.scenario`).
-BEHAVIOUR_FIELDS = {"on_confirm": "changes its mind on confirmation", "withhold": "withholds a fact",
-                    "first_says": "gives a wrong value first"}
 
 
 def tool_set(task: Task, reads: frozenset[str] = frozenset()) -> frozenset[str]:
@@ -52,7 +50,7 @@ def behaviours(task: Task) -> set[str]:
     (``on_confirm``, ``withhold``, ``first_says``); for a prose task, ``"prose"`` where its scenario (instructions,
     reason for calling, what the user knows and does not) hangs on the conversation (:data:`CONDITIONAL_PROSE`)."""
     scenario = task.user_scenario
-    found = {key for intent in scenario.intents for key in BEHAVIOUR_FIELDS if intent.get(key)}
+    found = {key for intent in scenario.intents for key in BEHAVIOURS if intent.get(key)}
     prose = " ".join(t or "" for t in (scenario.instructions, scenario.reason_for_call, scenario.known_info,
                                        scenario.unknown_info))
     if not scenario.intents and CONDITIONAL_PROSE.search(prose):
@@ -185,7 +183,7 @@ def format_coverage(report: Coverage, name: str = "generated", against: str = "r
     lines = [f"{'':{width}s}  {name:>12s}  {against}"]
     lines += [f"{a:{width}s}  {b:>12s}  {c}" for a, b, c in rows]
     if report.behaviour_counts:
-        lines.append("behaviours in " + name + ": " + ", ".join(f"{BEHAVIOUR_FIELDS.get(k, k)} {v}"
+        lines.append("behaviours in " + name + ": " + ", ".join(f"{BEHAVIOURS.get(k, k)} {v}"
                                                                 for k, v in report.behaviour_counts.items()))
     lines.append("by level: " + ", ".join(f"{lvl}: {row['tasks']} tasks, {row['conditional']} conditional"
                                           for lvl, row in report.by_difficulty.items()))

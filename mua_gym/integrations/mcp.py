@@ -7,9 +7,9 @@ The model sees the domain's agent tools, with the env's own JSON schemas as thei
 tools) is never listed. Arguments are checked against the schemas; every failure (a wrong argument, an unknown tool,
 a failing tool, a call after the end) comes back as an ``is_error`` result with the env's message, never as a
 protocol error, and changes nothing. The reward never goes through a tool the model could call: the operator reads
-it from the result file, written when the episode ends and again when the process closes (an episode still running
-then is scored as it stands, as a trainer's cut is). The server's ``instructions`` carry the policy and the user's
-opening, and the result file holds the opening from the start.
+it from the result file, written when the episode starts and when it ends: at the last call, or when the process
+closes (an episode still running then is scored as it stands, as a trainer's cut is). The server's
+``instructions`` carry the policy and the user's opening, and the result file holds the opening from the start.
 
 :class:`McpEpisode` is the transport-free part: the tool list and what a call does. :func:`serve_stdio` serves one
 over stdin and stdout (one process, one episode: what a CLI agent's MCP config launches); nothing but protocol
@@ -118,12 +118,12 @@ class McpEpisode:
         return _text(text, error=error)
 
     async def close(self) -> None:
-        """Ends a running episode where it stands (scored as a trainer's cut is) and writes the result."""
+        """Ends a running episode where it stands (scored as a trainer's cut is) and writes the result; an episode
+        already over was written when it ended."""
         if not self.done:
             reward = await self.env.finish("stopped_by_client")
             self._end(reward, {"termination_reason": "stopped_by_client",
                                "reward_info": self.env.trajectory().reward_info})
-        self._write()
 
     def _end(self, reward: float, info: dict[str, Any]) -> None:
         self.done, self.reward = True, float(reward)

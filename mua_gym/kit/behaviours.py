@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["BEHAVIOURS", "KINDS", "behaviour_instructions", "change_mind", "decline", "give_behaviour",
            "give_wrong_first", "withhold"]
 
-#: The behaviour kinds a generator draws from, by the field that carries them.
-BEHAVIOURS = ("on_confirm", "withhold", "first_says")
+#: The fields of an intent that carry a behaviour, and what each makes the user do.
+BEHAVIOURS = {"on_confirm": "changes its mind on confirmation", "withhold": "withholds a fact",
+              "first_says": "gives a wrong value first"}
 Until = Literal["asked_twice", "identified"]
 #: The behaviours :func:`give_behaviour` draws from, equally often.
 KINDS = ("withhold_twice", "withhold_identified", "first_says", "change", "decline")

@@ -15,6 +15,7 @@ import pytest
 
 import mua_gym
 from mua_gym.eval.agents import OracleAgent
+from mua_gym.eval.coverage import behaviours
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client, ClientSession, StdioServerParameters  # noqa: E402
@@ -29,11 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def _plain(domain: str) -> mua_gym.Task:
     """The first test task of ``domain`` that writes, hands nothing off and is told straight."""
     found = mua_gym.get_domain(domain)
-    writes = {n for n in found.tools.tools if found.tools[n].kind == "write"}
+    writes = found.tools.names_of("write")
     for task in found.tasks("test"):
         names = {a.name for a in task.gold_actions}
-        behaves = any(i.get(k) for i in task.user_scenario.intents for k in ("on_confirm", "withhold", "first_says"))
-        if names & writes and "transfer_to_human_agents" not in names and not behaves:
+        if names & writes and "transfer_to_human_agents" not in names and not behaviours(task):
             return task
     raise AssertionError(f"no plain {domain} test task")
 
@@ -62,7 +62,7 @@ async def _play(env_id: str, task: mua_gym.Task, result: Path, drop_writes: bool
                 extra: list[tuple[str, Any]] = (), kind: str = "handshake") -> list[Any]:
     """Plays the oracle's actions over MCP (tool calls as calls, messages through send_message_to_user), first the
     ``extra`` calls; returns every call result."""
-    writes = {n for n, t in mua_gym.get_domain(task.domain).tools.tools.items() if t.kind == "write"}
+    writes = mua_gym.get_domain(task.domain).tools.names_of("write")
     answers = []
     async with _connect(kind, _server(env_id, task.id, result)) as session:
         listed = {t.name for t in (await session.list_tools()).tools}
@@ -70,20 +70,28 @@ async def _play(env_id: str, task: mua_gym.Task, result: Path, drop_writes: bool
             {"send_message_to_user"}
         for name, arguments in extra:
             answers.append(await session.call_tool(name, arguments))
-        agent = OracleAgent(task)
-        for _ in range(2 * len(task.gold_actions) + 6):
-            action = agent.act([])
-            calls = action.get("tool_calls") or []
-            if calls and drop_writes and calls[0]["function"]["name"] in writes:
-                continue
-            if calls:
-                call = calls[0]["function"]
-                answer = await session.call_tool(call["name"], json.loads(call["arguments"]))
-            else:
-                answer = await session.call_tool("send_message_to_user", {"message": action["content"]})
-            answers.append(answer)
-            if "(The conversation has ended.)" in answer.content[0].text:
-                break
+        answers += await _oracle(session, task, writes if drop_writes else frozenset())
+    return answers
+
+
+async def _oracle(session: Any, task: mua_gym.Task, skip: frozenset[str] = frozenset()) -> list[Any]:
+    """The oracle's actions through ``session`` (calls as calls, messages through send_message_to_user), those of
+    the tools ``skip`` names left out, until the conversation ends; every call result."""
+    answers = []
+    agent = OracleAgent(task)
+    for _ in range(2 * len(task.gold_actions) + 6):
+        action = agent.act([])
+        calls = action.get("tool_calls") or []
+        if calls and calls[0]["function"]["name"] in skip:
+            continue
+        if calls:
+            call = calls[0]["function"]
+            answer = await session.call_tool(call["name"], json.loads(call["arguments"]))
+        else:
+            answer = await session.call_tool("send_message_to_user", {"message": action["content"]})
+        answers.append(answer)
+        if "(The conversation has ended.)" in answer.content[0].text:
+            break
     return answers
 
 
@@ -149,6 +157,9 @@ def test_the_command_refuses_an_unknown_task_and_a_missing_transport(capsys):
     assert main(["serve", "--protocol", "mcp", "--transport", "stdio", "--env", "mua/Retail-v0",
                  "--task-id", "retail-train-0-0000"]) == 2
     assert "no task 'retail-train-0-0000'" in capsys.readouterr().err
+    assert main(["serve", "--protocol", "mcp", "--transport", "stdio", "--env", "mua/Retail-v0",
+                 "--result", "/no/such/folder/result.json"]) == 2
+    assert "its folder does not exist" in capsys.readouterr().err
 
 
 def test_the_readme_config_serves_its_task_to_a_client(tmp_path):
@@ -169,15 +180,7 @@ def test_the_readme_config_serves_its_task_to_a_client(tmp_path):
     async def play() -> None:
         params = StdioServerParameters(command=script, args=args, cwd=str(tmp_path))
         async with _connect("handshake", params) as session:
-            agent = OracleAgent(task)
-            for _ in range(2 * len(task.gold_actions) + 6):
-                action = agent.act([])
-                calls = action.get("tool_calls") or []
-                answer = (await session.call_tool(calls[0]["function"]["name"],
-                                                  json.loads(calls[0]["function"]["arguments"])) if calls else
-                          await session.call_tool("send_message_to_user", {"message": action["content"]}))
-                if "(The conversation has ended.)" in answer.content[0].text:
-                    break
+            await _oracle(session, task)
 
     anyio.run(play)
     out = json.loads((tmp_path / args[args.index("--result") + 1]).read_text())

@@ -36,6 +36,7 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 import mua_gym  # noqa: E402
 from integrations.readme import readme_block  # noqa: E402
 from mua_gym.eval.agents import OracleAgent  # noqa: E402
+from mua_gym.eval.coverage import behaviours  # noqa: E402
 from mua_gym.integrations import verl as mua_verl  # noqa: E402
 from mua_gym.user_sims import UserReply, UserSimulator, UserSimulatorError  # noqa: E402
 
@@ -137,8 +138,8 @@ def plain_row(readme_files: Path) -> int:
     for index in range(len(rows)):
         task = task_of(rows.iloc[index].to_dict(), loop)
         names = {a.name for a in task.gold_actions}
-        behaves = any(i.get(k) for i in task.user_scenario.intents for k in ("on_confirm", "withhold", "first_says"))
-        if any(tools[n].kind == "write" for n in names) and "transfer_to_human_agents" not in names and not behaves:
+        if any(tools[n].kind == "write" for n in names) and "transfer_to_human_agents" not in names \
+                and not behaviours(task):
             return index
     raise AssertionError("no plain task among the README's rows")
 
