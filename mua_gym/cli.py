@@ -10,6 +10,7 @@
     mua-gym tasks --env mua/Retail-v0 --split test  # id, category, difficulty, what the user wants
     mua-gym cache --clear                            # generated tasks and world images kept on disk
     mua-gym serve --env mua/Retail-v0 --port 8000   # an OpenEnv server (needs mua_gym[openenv])
+    mua-gym serve --protocol mcp --env mua/Retail-v0 --split test   # episodes for MCP clients (mua_gym[mcp])
     mua-gym serve-model --port 8080                  # SmolLM2 on this CPU, for a local agent or user (mua_gym[local])
 
 Exit status: 0 when every episode ran; 1 when any ended on an agent or user error; 3 when an audit finds an exploit
@@ -198,8 +199,9 @@ def _play(env: Any, agent: Any, observation: Any, info: dict[str, Any], say: Cal
 def _serve(args: argparse.Namespace) -> int:
     """Serves ``--env`` as an OpenEnv environment until interrupted; returns the exit status."""
     env_kwargs = _key_values(args.env_arg, "--env-arg")
-    if args.user:
-        env_kwargs["user"] = args.user
+    for key in ("user", "split", "world"):
+        if getattr(args, key):
+            env_kwargs[key] = getattr(args, key)
     if args.protocol == "mcp":
         return _serve_mcp(args, env_kwargs)
     if not 0 < args.port < 65536:
@@ -235,9 +237,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_mcp(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> int:
-    """Serves one episode of ``--env`` to an MCP client over stdio until it closes; returns the exit status."""
-    if args.transport != "stdio":
-        raise UsageError("--protocol mcp serves one episode over stdio: add --transport stdio")
+    """Serves ``--env`` to MCP clients: episodes by handle over Streamable HTTP, or one over stdio; returns the exit
+    status."""
     import asyncio
 
     import mua_gym
@@ -248,9 +249,11 @@ def _serve_mcp(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> int:
         from mua_gym.integrations.mcp import serve_stdio
     except MissingTrainerError as exc:
         raise UsageError(str(exc)) from None
+    redact = Redactor.of(env_kwargs)
+    if args.transport == "http":
+        return _serve_mcp_http(args, env_kwargs, redact)
     if args.result is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.result))):
         raise UsageError(f"--result {args.result}: its folder does not exist")
-    redact = Redactor.of(env_kwargs)
     try:
         env = mua_gym.make_async(args.env, **env_kwargs)
         ids = [t.id for t in env.tasks()]
@@ -261,6 +264,56 @@ def _serve_mcp(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> int:
     print(f"mua-gym: serving one episode of {args.env} over MCP (stdio)", file=sys.stderr)
     asyncio.run(serve_stdio(env, task_id=args.task_id, seed=args.seed, result_file=args.result))
     return 0
+
+
+#: Where ``mua-gym serve --protocol mcp`` reads the bearer token from, when no --token-file names one.
+TOKEN_VARIABLE = "MUA_GYM_SERVE_TOKEN"
+
+
+def _serve_mcp_http(args: argparse.Namespace, env_kwargs: dict[str, Any], redact: Any) -> int:
+    """Serves episodes of ``--env`` by handle over MCP's Streamable HTTP until interrupted."""
+    import mua_gym
+    from mua_gym.integrations.mcp_http import Limits, http_app, is_loopback
+
+    if args.task_id is not None or args.result is not None:
+        raise UsageError("--task-id and --result are for --transport stdio; over HTTP, POST /episodes names the task "
+                         "and GET /episodes/ID gives the result")
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be between 1 and 65535, got {args.port}")
+    token = _serve_token(args)
+    loopback = is_loopback(args.host)
+    if not loopback and not args.allow_remote:
+        raise UsageError(f"--host {args.host} takes connections from other machines: add --allow-remote, and a "
+                         f"token (--token-file or {TOKEN_VARIABLE}) every request must bear")
+    if not loopback and not token:
+        raise UsageError(f"--allow-remote needs a bearer token: --token-file FILE or the {TOKEN_VARIABLE} variable")
+    try:
+        limits = Limits(max_episodes=args.max_episodes, idle_timeout_s=args.idle_timeout)
+        mua_gym.make_async(args.env, **env_kwargs)  # a bad id or keyword fails here, in one line
+        app = http_app(lambda: mua_gym.make_async(args.env, **env_kwargs), limits=limits, token=token,
+                       loopback=loopback, redact=redact)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(redact(one_line(exc))) from None
+    import uvicorn  # an mcp dependency
+
+    print(f"mua-gym: serving {args.env} over MCP on http://{args.host}:{args.port}/episodes "
+          f"({'a bearer token required' if token else 'no token'})", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _serve_token(args: argparse.Namespace) -> str | None:
+    """The bearer token from --token-file (its first line) or the environment; None where neither gives one."""
+    if args.token_file is None:
+        return os.environ.get(TOKEN_VARIABLE) or None
+    try:
+        with open(args.token_file, encoding="utf-8") as handle:
+            token = handle.readline().strip()
+    except OSError as exc:
+        raise UsageError(f"--token-file {args.token_file}: {exc.strerror}") from None
+    if len(token) < 16:
+        raise UsageError(f"--token-file {args.token_file}: the token must be at least 16 characters")
+    return token
 
 
 def _serve_model(args: argparse.Namespace) -> int:
@@ -744,7 +797,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache.add_argument("--clear", action="store_true", help="delete every entry (they are rebuilt when needed)")
     cache.set_defaults(handler=_cache)
     serve = sub.add_parser("serve", help="serve an env as an OpenEnv environment (needs mua_gym[openenv]), or one "
-                                         "episode to an MCP client (--protocol mcp; needs mua_gym[mcp])")
+                                         "its episodes to MCP clients (--protocol mcp; needs mua_gym[mcp])")
     serve.add_argument("--env", required=True, help="an env id, e.g. mua/Retail-v0 (mua-gym list shows them)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
@@ -756,9 +809,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions (default 64)")
     serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     serve.add_argument("--protocol", default="openenv", choices=["openenv", "mcp"],
-                       help="openenv (default): OpenEnv's HTTP and WebSocket API; mcp: one episode as MCP tools")
-    serve.add_argument("--transport", default=None, choices=["stdio"],
-                       help="with --protocol mcp: stdio (one process, one episode; what an MCP config launches)")
+                       help="openenv (default): OpenEnv's HTTP and WebSocket API; mcp: episodes as MCP tools")
+    serve.add_argument("--split", default=None, help="train, dev or test (default: the env's, train)")
+    serve.add_argument("--world", default=None, help="the world and task source, e.g. tau2 (default: the domain's)")
+    serve.add_argument("--transport", default="http", choices=["http", "stdio"],
+                       help="with --protocol mcp: http (default; episodes by handle, POST /episodes starts one) or "
+                            "stdio (one process, one episode; what an MCP config launches)")
+    serve.add_argument("--max-episodes", type=int, default=256,
+                       help="with --protocol mcp over http: episodes held at once (default 256)")
+    serve.add_argument("--idle-timeout", type=float, default=900.0,
+                       help="with --protocol mcp over http: seconds before an untouched episode ends (default 900)")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="with --protocol mcp: bind a non-loopback --host (needs a bearer token)")
+    serve.add_argument("--token-file", default=None,
+                       help=f"with --protocol mcp: a file whose first line is the bearer token every request must "
+                            f"bear (default: the {TOKEN_VARIABLE} variable, if set)")
     serve.add_argument("--task-id", default=None, help="with --protocol mcp: the task to play (else --seed draws one)")
     serve.add_argument("--seed", type=int, default=None, help="with --protocol mcp: draws the task when no --task-id")
     serve.add_argument("--result", default=None,

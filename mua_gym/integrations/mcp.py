@@ -21,17 +21,18 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Any
+from typing import Any, Callable
 
 from mua_gym.integrations import require
 
 _types = require("mcp.types", "mcp")
 
+import anyio  # noqa: E402  (an mcp dependency)
 import jsonschema  # noqa: E402  (an mcp dependency, present once the require above passed)
 from mcp.server.lowlevel.server import Server  # noqa: E402
 from mcp.server.stdio import stdio_server  # noqa: E402
 
-__all__ = ["SEND", "McpEpisode", "serve_stdio"]
+__all__ = ["SEND", "McpEpisode", "agent_instructions", "mcp_server", "mcp_tools", "serve_stdio"]
 
 #: The tool that sends words to the simulated user and returns its reply.
 SEND = "send_message_to_user"
@@ -40,6 +41,19 @@ _SEND_SCHEMA = {"type": "object", "properties": {"message": {
     "required": ["message"], "additionalProperties": False}
 #: The longest message or argument text a call may carry (characters), as the env reads at most.
 MAX_TEXT = 100_000
+
+
+def mcp_tools(tools: list[dict[str, Any]]) -> list[Any]:
+    """The MCP tools for agent tool schemas (``{"type": "function", "function": {...}}`` or the inner dict):
+    each with its JSON schema as input schema, then :data:`SEND`."""
+    listed = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        listed.append(_types.Tool(name=function["name"], description=str(function.get("description") or ""),
+                                  input_schema=function.get("parameters") or {"type": "object", "properties": {}}))
+    send = _types.Tool(name=SEND, description="Send a message to the customer and get their reply.",
+                       input_schema=_SEND_SCHEMA)
+    return listed + [send]
 
 
 def _text(text: str, error: bool = False) -> Any:
@@ -51,10 +65,12 @@ class McpEpisode:
 
     ``await start(task_id=None, seed=None)`` resets the env and returns the user's opening; :meth:`tools` lists the
     tools; ``await call(name, arguments)`` plays one and returns a ``CallToolResult``; ``await close()`` ends a
-    running episode where it stands and writes the result.
+    running episode where it stands and writes the result. ``tools`` fixes the agent's tool schemas (a server that
+    lists the same tools to every connection passes ``env.static_tools()``); by default they are the episode's own.
+    Calls to one episode are played one at a time, in the order they come.
     """
 
-    def __init__(self, env: Any, result_file: str | None = None) -> None:
+    def __init__(self, env: Any, result_file: str | None = None, tools: list[dict[str, Any]] | None = None) -> None:
         self.env = env
         self.result_file = result_file
         self.opening = ""
@@ -62,8 +78,10 @@ class McpEpisode:
         self.done = False
         self.reward: float | None = None
         self.info: dict[str, Any] = {}
+        self._fixed_tools = tools
+        self._tools: list[Any] = []
         self._schemas: dict[str, dict[str, Any]] = {}
-        self._descriptions: dict[str, str] = {}
+        self._turn = anyio.Lock()
 
     async def start(self, task_id: str | None = None, seed: int | None = None) -> str:
         options = {"task_id": task_id} if task_id is not None else None
@@ -71,23 +89,22 @@ class McpEpisode:
         self.info = dict(info)
         self.policy = str(info.get("policy") or "")
         self.opening = "\n".join(str(m.get("content") or "") for m in observation if m.get("role") == "user")
-        for tool in info.get("tools") or []:
-            function = tool.get("function", tool)
-            self._schemas[function["name"]] = function.get("parameters") or {"type": "object", "properties": {}}
-            self._descriptions[function["name"]] = str(function.get("description") or "")
-        self._schemas[SEND] = _SEND_SCHEMA
-        self._descriptions[SEND] = "Send a message to the customer and get their reply."
+        self._tools = mcp_tools(self._fixed_tools if self._fixed_tools is not None else info.get("tools") or [])
+        self._schemas = {tool.name: tool.input_schema for tool in self._tools}
         self.done = False
         self._write()
         return self.opening
 
     def tools(self) -> list[Any]:
         """The model's tools: the domain's agent tools, then :data:`SEND`."""
-        return [_types.Tool(name=name, description=self._descriptions[name], input_schema=schema)
-                for name, schema in self._schemas.items()]
+        return self._tools
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """Plays one tool call; an ``is_error`` result for anything the env refuses, the world unchanged."""
+        async with self._turn:
+            return await self._call(name, arguments)
+
+    async def _call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         if self.done:
             return _text("The conversation has ended; no further calls are taken.", error=True)
         schema = self._schemas.get(name)
@@ -120,10 +137,11 @@ class McpEpisode:
     async def close(self) -> None:
         """Ends a running episode where it stands (scored as a trainer's cut is) and writes the result; an episode
         already over was written when it ended."""
-        if not self.done:
-            reward = await self.env.finish("stopped_by_client")
-            self._end(reward, {"termination_reason": "stopped_by_client",
-                               "reward_info": self.env.trajectory().reward_info})
+        async with self._turn:
+            if not self.done:
+                reward = await self.env.finish("stopped_by_client")
+                self._end(reward, {"termination_reason": "stopped_by_client",
+                                   "reward_info": self.env.trajectory().reward_info})
 
     def _end(self, reward: float, info: dict[str, Any]) -> None:
         self.done, self.reward = True, float(reward)
@@ -150,20 +168,29 @@ class McpEpisode:
         os.replace(handle.name, self.result_file)
 
 
-def server_for(episode: McpEpisode) -> Any:
-    """An MCP low-level server whose tools play ``episode`` (already started)."""
+def agent_instructions(policy: str, opening: str | None = None) -> str:
+    """What a server tells the model it serves: its role, the policy and, where known, the customer's opening."""
+    text = f"You are the support agent. Follow this policy.\n\n{policy}"
+    return text + (f"\n\nThe customer's first message:\n{opening}" if opening is not None else "")
+
+
+def mcp_server(instructions: str, tools: Callable[[], list[Any]],
+               episode_of: Callable[[Any], McpEpisode | None]) -> Any:
+    """An MCP low-level server listing ``tools()`` and playing each call on ``episode_of(ctx)`` (the request's
+    context); a call whose episode is gone is an ``is_error`` result, as is anything the episode raises."""
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return _types.ListToolsResult(tools=episode.tools())
+        return _types.ListToolsResult(tools=tools())
 
     async def call_tool(ctx: Any, params: Any) -> Any:
+        episode = episode_of(ctx)
+        if episode is None:
+            return _text("Error: this episode has ended and expired, or was deleted.", error=True)
         try:
             return await episode.call(params.name, params.arguments)
         except Exception as exc:  # nothing a model sends becomes a protocol error
             return _text(f"Error: {type(exc).__name__}: {exc}", error=True)
 
-    instructions = (f"You are the support agent. Follow this policy.\n\n{episode.policy}\n\n"
-                    f"The customer's first message:\n{episode.opening}")
     return Server("mua-gym", instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
@@ -173,7 +200,7 @@ async def serve_stdio(env: Any, *, task_id: str | None = None, seed: int | None 
     result written."""
     episode = McpEpisode(env, result_file)
     await episode.start(task_id=task_id, seed=seed)
-    server = server_for(episode)
+    server = mcp_server(agent_instructions(episode.policy, episode.opening), episode.tools, lambda ctx: episode)
     try:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

@@ -14,28 +14,17 @@ import anyio
 import pytest
 
 import mua_gym
-from mua_gym.eval.agents import OracleAgent
-from mua_gym.eval.coverage import behaviours
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client, ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
+from integrations.mcp_play import oracle, plain  # noqa: E402
+
 #: The two kinds of client: a ClientSession that makes the initialize handshake, and a Client on 2026-07-28.
 KINDS = ("handshake", "2026-07-28")
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _plain(domain: str) -> mua_gym.Task:
-    """The first test task of ``domain`` that writes, hands nothing off and is told straight."""
-    found = mua_gym.get_domain(domain)
-    writes = found.tools.names_of("write")
-    for task in found.tasks("test"):
-        names = {a.name for a in task.gold_actions}
-        if names & writes and "transfer_to_human_agents" not in names and not behaviours(task):
-            return task
-    raise AssertionError(f"no plain {domain} test task")
 
 
 def _server(env_id: str, task_id: str, result: Path) -> StdioServerParameters:
@@ -70,35 +59,14 @@ async def _play(env_id: str, task: mua_gym.Task, result: Path, drop_writes: bool
             {"send_message_to_user"}
         for name, arguments in extra:
             answers.append(await session.call_tool(name, arguments))
-        answers += await _oracle(session, task, writes if drop_writes else frozenset())
-    return answers
-
-
-async def _oracle(session: Any, task: mua_gym.Task, skip: frozenset[str] = frozenset()) -> list[Any]:
-    """The oracle's actions through ``session`` (calls as calls, messages through send_message_to_user), those of
-    the tools ``skip`` names left out, until the conversation ends; every call result."""
-    answers = []
-    agent = OracleAgent(task)
-    for _ in range(2 * len(task.gold_actions) + 6):
-        action = agent.act([])
-        calls = action.get("tool_calls") or []
-        if calls and calls[0]["function"]["name"] in skip:
-            continue
-        if calls:
-            call = calls[0]["function"]
-            answer = await session.call_tool(call["name"], json.loads(call["arguments"]))
-        else:
-            answer = await session.call_tool("send_message_to_user", {"message": action["content"]})
-        answers.append(answer)
-        if "(The conversation has ended.)" in answer.content[0].text:
-            break
+        answers += await oracle(session, task, writes if drop_writes else frozenset())
     return answers
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("domain", ["retail", "airline", "telecom", "mock"])
 def test_the_oracle_pays_one_and_the_result_file_holds_the_trajectory(tmp_path, domain, kind):
-    task = _plain(domain)
+    task = plain(domain)
     result = tmp_path / "result.json"
     answers = anyio.run(_play, mua_gym.env_id(domain), task, result, False, (), kind)
     assert not any(a.is_error for a in answers)
@@ -109,7 +77,7 @@ def test_the_oracle_pays_one_and_the_result_file_holds_the_trajectory(tmp_path, 
 
 
 def test_a_play_without_its_writes_pays_nothing(tmp_path):
-    task = _plain("airline")
+    task = plain("airline")
     result = tmp_path / "result.json"
     anyio.run(_play, "mua/Airline-v0", task, result, True)
     out = json.loads(result.read_text())
@@ -117,7 +85,7 @@ def test_a_play_without_its_writes_pays_nothing(tmp_path):
 
 
 def test_bad_calls_are_error_results_and_change_nothing(tmp_path):
-    task = _plain("retail")
+    task = plain("retail")
     write = next(a for a in task.gold_actions if a.name in {"cancel_pending_order", "modify_pending_order_address",
                                                             "modify_pending_order_items", "modify_user_address",
                                                             "return_delivered_order_items",
@@ -134,7 +102,7 @@ def test_bad_calls_are_error_results_and_change_nothing(tmp_path):
 
 
 def test_a_client_that_leaves_early_gets_the_world_scored_as_it_stands(tmp_path):
-    task = _plain("retail")
+    task = plain("retail")
     result = tmp_path / "result.json"
 
     async def leave() -> None:
@@ -149,11 +117,11 @@ def test_a_client_that_leaves_early_gets_the_world_scored_as_it_stands(tmp_path)
     assert out["done"] and out["reward"] == 0.0 and out["termination_reason"] == "stopped_by_client"
 
 
-def test_the_command_refuses_an_unknown_task_and_a_missing_transport(capsys):
+def test_the_command_refuses_an_unknown_task_and_stdio_options_over_http(capsys):
     from mua_gym.cli import main
 
     assert main(["serve", "--protocol", "mcp", "--env", "mua/Retail-v0", "--task-id", "x"]) == 2
-    assert "--transport stdio" in capsys.readouterr().err
+    assert "are for --transport stdio" in capsys.readouterr().err
     assert main(["serve", "--protocol", "mcp", "--transport", "stdio", "--env", "mua/Retail-v0",
                  "--task-id", "retail-train-0-0000"]) == 2
     assert "no task 'retail-train-0-0000'" in capsys.readouterr().err
@@ -180,7 +148,7 @@ def test_the_readme_config_serves_its_task_to_a_client(tmp_path):
     async def play() -> None:
         params = StdioServerParameters(command=script, args=args, cwd=str(tmp_path))
         async with _connect("handshake", params) as session:
-            await _oracle(session, task)
+            await oracle(session, task)
 
     anyio.run(play)
     out = json.loads((tmp_path / args[args.index("--result") + 1]).read_text())
