@@ -24,6 +24,7 @@ import tempfile
 from typing import Any, Callable
 
 from mua_gym.integrations import require
+from mua_gym.integrations.mcp_calls import SEND, call_action, call_answer, call_error, listed_tools
 
 _types = require("mcp.types", "mcp")
 
@@ -34,26 +35,9 @@ from mcp.server.stdio import stdio_server  # noqa: E402
 
 __all__ = ["SEND", "McpEpisode", "agent_instructions", "mcp_server", "mcp_tools", "serve_stdio"]
 
-#: The tool that sends words to the simulated user and returns its reply.
-SEND = "send_message_to_user"
-_SEND_SCHEMA = {"type": "object", "properties": {"message": {
-    "type": "string", "description": "What to tell the customer; the reply is the customer's next message."}},
-    "required": ["message"], "additionalProperties": False}
-#: The longest message or argument text a call may carry (characters), as the env reads at most.
-MAX_TEXT = 100_000
-
-
 def mcp_tools(tools: list[dict[str, Any]]) -> list[Any]:
-    """The MCP tools for agent tool schemas (``{"type": "function", "function": {...}}`` or the inner dict):
-    each with its JSON schema as input schema, then :data:`SEND`."""
-    listed = []
-    for tool in tools:
-        function = tool.get("function", tool)
-        listed.append(_types.Tool(name=function["name"], description=str(function.get("description") or ""),
-                                  input_schema=function.get("parameters") or {"type": "object", "properties": {}}))
-    send = _types.Tool(name=SEND, description="Send a message to the customer and get their reply.",
-                       input_schema=_SEND_SCHEMA)
-    return listed + [send]
+    """The MCP tools for agent tool schemas: each with its JSON schema as input schema, then :data:`SEND`."""
+    return [_types.Tool(**entry) for entry in listed_tools(tools)]
 
 
 def _text(text: str, error: bool = False) -> Any:
@@ -111,27 +95,19 @@ class McpEpisode:
         if schema is None:
             return _text(f"Error: unknown tool {name!r}; the tools are {', '.join(self._schemas)}", error=True)
         arguments = arguments if arguments is not None else {}
-        if len(json.dumps(arguments, default=str)) > MAX_TEXT:
-            return _text(f"Error: the arguments are longer than {MAX_TEXT} characters", error=True)
+        refused = call_error(name, arguments)
+        if refused:
+            return _text(refused, error=True)
         try:
             jsonschema.validate(arguments, schema)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
             return _text(f"Error: {where}: {exc.message}", error=True)
-        action: Any = arguments["message"] if name == SEND else {"name": name, "arguments": arguments}
-        observation, reward, terminated, truncated, info = await self.env.step(action)
-        if info.get("error"):
-            return _text(f"Error: {info['error']}", error=True)
-        if name == SEND:
-            said = [str(m.get("content") or "") for m in observation if m.get("role") == "user"]
-            text, error = "\n".join(s for s in said if s) or "(no reply)", False
-        else:
-            results = [str(m.get("content") or "") for m in observation if m.get("role") == "tool"]
-            text = "\n".join(results)
-            error = text.startswith("Error")
-        if terminated or truncated:
+        observation, reward, terminated, truncated, info = await self.env.step(call_action(name, arguments))
+        ended = bool(terminated or truncated)
+        if ended:
             self._end(reward, info)
-            text += "\n(The conversation has ended.)"
+        text, error = call_answer(name, observation, info, ended)
         return _text(text, error=error)
 
     async def close(self) -> None:

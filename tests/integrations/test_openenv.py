@@ -195,3 +195,59 @@ def test_a_void_episode_says_so_in_the_observation_and_state(venv):
         at_reset, done, reward, void, in_metadata, in_state = out[key]
         assert (at_reset is not None) == key.endswith("0")  # void from the opening: the reset says so
         assert done and reward == 0.0 and void.startswith(kind) and in_metadata == void == in_state
+
+
+@pytest.fixture(scope="module")
+def mcp_run(venv: Path, server: str) -> dict[str, Any]:
+    """One run of openenv_mcp_client.py: OpenEnv's MCP client on two tasks, gold and wrong, all at once."""
+    run = subprocess.run([str(venv), str(HERE / "openenv_mcp_client.py"), "--url", server,
+                          *[a for t in TASKS[:2] for a in ("--task", t)]], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(HERE)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_openenv_mcp_client_plays_our_tools_and_the_state_holds_the_reward(mcp_run):
+    schemas = mua_gym.make_async("mua/Retail-v0").tool_schemas
+    expected = sorted([t["function"]["name"] for t in schemas] + ["send_message_to_user"])
+    for ep in mcp_run["episodes"]:
+        assert ep["reset_task_id"] == ep["task_id"] == ep["state"]["task_id"] and ep["tools"] == expected
+        assert ep["ended"] and ep["state"]["done"] and ep["state"]["reward"] == (0.0 if ep["wrong"] else 1.0), ep
+        # every call is a turn but the send without text, which never reaches the env
+        assert ep["state"]["step_count"] == ep["calls"] - (1 if ep["wrong"] else 0)
+        if ep["wrong"]:
+            assert [b.split(":")[0] for b in ep["bad"]] == ["Error"] * 3
+            assert "unknown tool" in ep["bad"][0] and "message" in ep["bad"][1] and "order_id" in ep["bad"][2]
+    assert mcp_run["sessionless_tools"] == expected
+    assert "reset" in mcp_run["sessionless_call"]["error"]["message"]
+
+
+MCP_STEPS = """
+import json
+from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
+from mua_gym.integrations.openenv import MuaAction, MuaEnvironment
+env = MuaEnvironment("mua/Mock-v0")
+out = {"listed": [t.name for t in env.step(ListToolsAction()).tools]}
+out["before"] = env.step(CallToolAction(tool_name="send_message_to_user", arguments={"message": "hi"})).error.message
+env.reset(task_id="mock-cancel-card")
+said = env.step(CallToolAction(tool_name="send_message_to_user", arguments={"message": "How can I help?"}))
+out["said"] = [said.result["data"], said.result["is_error"], said.done, env.state.step_count]
+bad = env.step(MuaAction(type="call_tool", tool_name="send_message_to_user", arguments="hi"))
+out["bad"] = [bad.result["data"], bad.result["is_error"], env.state.step_count]
+out["kind"] = env.step(MuaAction(type="sing")).error.error_type.value
+print(json.dumps(out))
+"""
+
+
+def test_mcp_style_actions_step_the_episode_in_process(venv):
+    run = subprocess.run([str(venv), "-c", MCP_STEPS], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    tools = [t["function"]["name"] for t in mua_gym.make_async("mua/Mock-v0").tool_schemas]
+    assert out["listed"] == tools + ["send_message_to_user"]
+    assert "reset" in out["before"]
+    reply, is_error, done, steps = out["said"]
+    assert reply and not reply.startswith("Error") and not is_error and not done and steps == 1
+    assert out["bad"] == ["Error: arguments must be a JSON object", True, 1]
+    assert out["kind"] == "invalid_args"
