@@ -314,3 +314,37 @@ def test_the_command_refuses_a_remote_bind_without_flag_or_token(capsys, tmp_pat
     assert main(["serve", "--protocol", "mcp", "--env", "mua/Retail-v0",
                  "--env-arg", "perturb=distractor_tools"]) == 2
     assert "static" in capsys.readouterr().err
+
+
+def test_the_readme_client_plays_its_task_on_the_readme_server(tmp_path):
+    """The README's serve command (on a free port) and its Python client, as written: the client prints 1.0."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Any MCP client plays an episode"):readme.index("## Train")]
+    command = re.search(r"```bash\n(mua-gym serve --protocol mcp [^\n]*)\n```", section).group(1).split()
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert command[command.index("--port") + 1] == "8000" and '"http://127.0.0.1:8000"' in code
+    port = _free_port()
+    command[command.index("--port") + 1] = str(port)
+    import shutil
+
+    script = shutil.which("mua-gym", path=str(Path(sys.executable).parent)) or shutil.which("mua-gym")
+    assert script, f"mua-gym is not installed beside {sys.executable}"
+    process = subprocess.Popen([script, *command[1:]], stderr=subprocess.PIPE, text=True)
+    try:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            while True:
+                assert process.poll() is None, process.stderr.read()
+                with contextlib.suppress(httpx2.TransportError):
+                    if http.get("/episodes").status_code == 200:
+                        break
+                time.sleep(0.2)
+        client = tmp_path / "client.py"
+        client.write_text(code.replace("127.0.0.1:8000", f"127.0.0.1:{port}"))
+        run = subprocess.run([sys.executable, str(client)], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert run.stdout.strip().splitlines()[-1] == "reward: 1.0"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
