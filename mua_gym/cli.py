@@ -287,6 +287,8 @@ def _serve_mcp_http(args: argparse.Namespace, env_kwargs: dict[str, Any], redact
                          f"token (--token-file or {TOKEN_VARIABLE}) every request must bear")
     if not loopback and not token:
         raise UsageError(f"--allow-remote needs a bearer token: --token-file FILE or the {TOKEN_VARIABLE} variable")
+    # many live worlds at once: each on its image's shared file, a fifth of a private copy's memory
+    env_kwargs = {"shared_base": True, **env_kwargs}
     try:
         limits = Limits(max_episodes=args.max_episodes, idle_timeout_s=args.idle_timeout)
         mua_gym.make_async(args.env, **env_kwargs)  # a bad id or keyword fails here, in one line

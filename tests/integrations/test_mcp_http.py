@@ -247,7 +247,9 @@ def test_episodes_past_the_limit_are_refused_until_one_is_deleted():
 def test_abandoned_episodes_expire_and_leave_memory_flat():
     """Two rounds of 200 episodes started and abandoned: each round expires to none held, and the second round
     needs no more memory than the first (held episodes take over a MiB each)."""
-    with _serve("mua/Retail-v0", "--max-episodes", "256", "--idle-timeout", "5") as served:
+    # private worlds (not the server's shared-file default): a leaked episode then keeps over a MiB, plain to see
+    with _serve("mua/Retail-v0", "--max-episodes", "256", "--idle-timeout", "5", "--env-arg", "shared_base=false") \
+            as served:
         assert served.client.delete(f"/episodes/{served.start(seed=0)['episode_id']}").status_code == 200
         base = served.rss_mib()
         peaks = []
