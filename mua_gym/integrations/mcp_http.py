@@ -18,7 +18,8 @@ every URL of a server (the env's ``static_tools()``). It serves both protocol er
 ``ClientSession``, MCP SDK 1.x) and 2026-07-28 clients, which have no session. The server keeps no MCP session of its
 own: the handle in the URL is the episode, so memory grows with the episodes held and nothing else.
 
-Who gets in: the server binds loopback unless told otherwise, and then checks the Host header (DNS rebinding). On any
+Who gets in: the server binds loopback unless told otherwise, and then checks the Host and Origin headers (DNS
+rebinding, a web page posting to this machine). On any
 other address it needs a bearer token, checked on every request, control plane and MCP alike. Handles carry 192 random
 bits. Request bodies are bounded, and an episode past ``max_episodes`` is refused (429), not served until memory runs
 out.
@@ -110,13 +111,14 @@ class EpisodeStore:
                 f"the server holds {self.limits.max_episodes} episodes, its limit: delete finished ones "
                 f"(DELETE /episodes/ID) or wait for idle ones to expire ({self.limits.idle_timeout_s:g} s)")
         self._starting += 1
-        env = self.make_env()
         try:
-            episode = McpEpisode(env, tools=self.tools)
-            await episode.start(task_id=task_id, seed=seed)
-        except BaseException:
-            await env.aclose()
-            raise
+            env = self.make_env()
+            try:
+                episode = McpEpisode(env, tools=self.tools)
+                await episode.start(task_id=task_id, seed=seed)
+            except BaseException:
+                await env.aclose()
+                raise
         finally:
             self._starting -= 1
         handle = secrets.token_urlsafe(24)
@@ -190,8 +192,9 @@ def _error(message: str, status: int) -> Response:
 
 
 class _Guard:
-    """Refuses, before anything else reads it, a request with a foreign Host header (loopback servers) or without
-    the bearer token (when there is one); bounds request bodies."""
+    """Refuses, before anything else reads it, a request with a foreign Host or Origin header (loopback servers: DNS
+    rebinding, and a web page posting to this machine) or without the bearer token (when there is one); bounds
+    request bodies."""
 
     def __init__(self, app: ASGIApp, token: str | None, loopback: bool, max_body_bytes: int) -> None:
         self.app = RequestBodyLimitMiddleware(app, max_body_bytes)
@@ -206,6 +209,10 @@ class _Guard:
         if self.loopback and not _host_allowed(headers.get(b"host", b"").decode("latin-1")):
             await _error("this server answers only requests addressed to this machine (Host header)", 421)(
                 scope, receive, send)
+            return
+        origin = headers.get(b"origin")
+        if self.loopback and origin is not None and not _host_allowed(origin.decode("latin-1").split("://")[-1]):
+            await _error("this server answers no web page but its own (Origin header)", 403)(scope, receive, send)
             return
         if self.expected is not None and not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
             response = _error("missing or wrong bearer token (Authorization: Bearer ...)", 401)

@@ -295,9 +295,12 @@ def test_a_static_action_perturbation_is_the_tool_list_of_every_episode():
             assert anyio.run(listing, served.start(seed=seed)["mcp_url"]) == expected
 
 
-def test_a_loopback_server_refuses_a_foreign_host_header(retail):
+def test_a_loopback_server_refuses_a_foreign_host_or_origin(retail):
     with retail.http() as http:
         assert http.get("/episodes", headers={"Host": "attacker.example:80"}).status_code == 421
+        assert http.post("/episodes", content=b"{}", headers={"Origin": "https://attacker.example",
+                                                              "Content-Type": "text/plain"}).status_code == 403
+        assert http.get("/episodes", headers={"Origin": "http://localhost:3000"}).status_code == 200
         assert http.get("/episodes").status_code == 200
 
 
