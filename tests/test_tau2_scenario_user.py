@@ -188,3 +188,15 @@ def test_fair_agent_solves_the_playable_tasks_it_can_be_shown_and_the_oracle_all
         assert shown <= solved, (domain, sorted(shown - solved))
         if shown:
             assert len(shown & solved) / len(shown) >= 0.9, domain
+
+
+def test_the_scripted_opening_speaks_as_the_customer_and_keeps_instructions_to_itself():
+    """A TAU2 task's script opens in the user's voice ("I want", not "You want"), with no sentence that only
+    instructs the user, and with every value it says taken from the scenario."""
+    _tau2_or_skip()
+    for domain in DOMAINS:
+        for task in tau2.load_tasks(domain, "test"):
+            opening = task.script[0]
+            assert opening.startswith("Hi. ") and not INSTRUCTION_MARKERS.search(opening), (task.id, opening)
+            for value in VALUE.findall(opening):
+                assert value.lower().strip(".,;:-#") in _scenario_text(task), (task.id, value)

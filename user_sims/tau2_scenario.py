@@ -28,7 +28,8 @@ from typing import Any
 
 from mua_gym.task import Task
 
-__all__ = ["Tau2Reading", "first_person", "is_prose", "playable", "read_scenario", "refusals", "sentences"]
+__all__ = ["Tau2Reading", "first_person", "is_prose", "playable", "read_scenario", "refusals", "scripted_opening",
+           "sentences"]
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,13 @@ def _opening(reason: list[str]) -> str:
     said = [_spoken(s) for s in reason if not _INSTRUCTION.search(_PARENS.sub("", s)) and _hangs(s) is None]
     said = [s if s[-1:] in ".!?" else s + "." for s in said if s.strip(".!?;: ")]
     return " ".join(said) or "I need some help, please."
+
+
+def scripted_opening(reason: str, known: str) -> str:
+    """What a user with no conversation of its own (the scripted user) opens with: the reason for calling and what it
+    knows, in its words, leaving out the sentences that only instruct it."""
+    known_said = [_spoken(s) for s in sentences(known) if not _INSTRUCTION.search(_PARENS.sub("", s))]
+    return " ".join([_opening(sentences(reason)), *(s if s[-1:] in ".!?" else s + "." for s in known_said if s)])
 
 
 # -- the reading ----------------------------------------------------------------------------------------------

@@ -117,10 +117,11 @@ def policy_function(domain: str, own: str, read: Callable[[str | None], str] | N
 
 
 def _opening(instructions: dict[str, Any]) -> str:
-    """A first user message built from the scenario, for the scripted user (the LLM user writes its own)."""
-    parts = [instructions.get("reason_for_call") or "", instructions.get("known_info") or ""]
-    text = " ".join(p.strip() for p in parts if p and p.strip())
-    return f"Hi. {text}".strip()
+    """A first user message built from the scenario, for the scripted user (the LLM user writes its own): TAU2's
+    second-person prose ("You want to ...") said in the first person, its instructions to the user left out."""
+    from mua_gym.user_sims.tau2_scenario import scripted_opening  # (user_sims reads tasks: imported on use)
+
+    return f"Hi. {scripted_opening(instructions.get('reason_for_call') or '', instructions.get('known_info') or '')}"
 
 
 def convert_task(raw: dict[str, Any], domain: str, split: str, world: WorldSpec) -> Task:
