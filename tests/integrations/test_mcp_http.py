@@ -183,6 +183,25 @@ def test_sixteen_concurrent_episodes_keep_to_their_own_worlds(retail):
         assert state["reward"] == (1.0 if not skip else 0.0), task.id
 
 
+def test_an_mcp_1x_client_plays_an_episode_too(retail):
+    """The MCP SDK 1.x client (handshake only; from OpenEnv's venv, which pins mcp < 2) plays the oracle to 1.0:
+    the server mints no session id, since the handle in the URL is the episode."""
+    import json
+
+    from sidevenv import side_venv
+
+    venv = side_venv("openenv", "openenv,test")
+    task = plain("retail")
+    started = retail.start(task_id=task.id)
+    run = subprocess.run([str(venv), str(Path(__file__).parent / "mcp_v1_client.py"), started["mcp_url"],
+                          json.dumps(oracle_actions(task))], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["version"] in ("2025-06-18", "2025-11-25") and out["session_id"] is None
+    assert "send_message_to_user" in out["tools"] and not any(out["errors"])
+    assert retail.state(started["episode_id"])["reward"] == 1.0
+
+
 def test_bad_calls_and_an_unknown_episode_are_errors_that_change_no_world(retail):
     task = plain("retail")
     started = retail.start(task_id=task.id)
