@@ -15,7 +15,7 @@ from mua_gym.eval.coverage import behaviours
 from mua_gym.user_sims import ScenarioUser
 from mua_gym.domains.telecom.user_requests import SETTINGS, VOCABULARY
 from mua_gym.user_sims.tool_requests import named_request, reader_for
-from mua_gym.user_sims.scenario import READ_LIMIT, _prose
+from mua_gym.user_sims.scenario import READ_LIMIT, prose
 
 READER = reader_for(VOCABULARY)  # what telecom's user understands in words
 
@@ -206,7 +206,7 @@ def test_confirmation_needs_a_stated_plan():
 
 
 def _prose_char_by_char(text: str) -> str:
-    """What ``_prose`` returns, walking every character: the reference it is checked against."""
+    """What ``prose`` returns, walking every character: the reference it is checked against."""
     out, depth = [], 0
     for ch in text:
         if ch == "{":
@@ -224,16 +224,16 @@ def test_prose_drops_braced_arguments_without_walking_the_message():
     rng = random.Random(0)
     for _ in range(20_000):
         text = "".join(rng.choice("{}ab ") for _ in range(rng.randint(0, 14)))
-        assert _prose(text) == _prose_char_by_char(text), text
+        assert prose(text) == _prose_char_by_char(text), text
     plan = ('Here is what I will do: cancel_pending_order({"order_id": "#W1", "reason": "ordered by mistake"}). '
             + "Shall I proceed? " * 1000)[:READ_LIMIT]
-    assert _prose(plan) == _prose_char_by_char(plan)
+    assert prose(plan) == _prose_char_by_char(plan)
 
     def best(text: str) -> float:
         timings = []
         for _ in range(20):
             started = time.perf_counter()
-            _prose(text)
+            prose(text)
             timings.append(time.perf_counter() - started)
         return min(timings)
 

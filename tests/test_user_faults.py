@@ -175,9 +175,55 @@ def test_off_scenario_agreement():
     assert "user_faults" not in info
 
 
+def _task(domain: str, found) -> mua_gym.Task:
+    return next(t for t in mua_gym.get_domain(domain).tasks("test") if found(t))
+
+
+def test_volunteered_a_withheld_id_or_two_requests_at_once():
+    withheld = _task("retail", lambda t: any((i.get("withhold") or {}).get("order_id") == "asked_twice"
+                                             for i in t.user_scenario.intents))
+    intent = next(i for i in withheld.user_scenario.intents if i.get("withhold"))
+    model = script("blurts", [f"Hi, it's about order {intent['order_id']}.", "Thanks."])
+    env = mua_gym.make("mua/Retail-v0", split="test", user=f"litellm:{model}")
+    obs, info = env.reset(seed=0, options={"task_id": withheld.id})
+    assert [f["kind"] for f in info["user_faults"]] == ["volunteered"]
+    assert "before the agent had asked for it twice" in info["user_faults"][0]["evidence"]
+
+    def two_orders(t):
+        orders = [i.get("order_id") for i in t.user_scenario.intents if i.get("order_id")]
+        return t.user_scenario.persona is not None and t.user_scenario.persona.disclosure == "normal" and \
+            len(set(orders)) >= 2 and not behaviours(t)
+
+    several = _task("retail", two_orders)
+    orders = list(dict.fromkeys(i["order_id"] for i in several.user_scenario.intents if i.get("order_id")))
+    model = script("all-at-once", [f"I need help with {orders[0]} and with {orders[1]}.", "Thanks."])
+    env = mua_gym.make("mua/Retail-v0", split="test", user=f"litellm:{model}")
+    obs, info = env.reset(seed=0, options={"task_id": several.id})
+    assert [f["kind"] for f in info["user_faults"]] == ["volunteered"]
+    model = script("one-at-a-time", [f"I need help with {orders[0]}.", f"Also {orders[1]}, please."])
+    env = mua_gym.make("mua/Retail-v0", split="test", user=f"litellm:{model}")
+    obs, info = env.reset(seed=0, options={"task_id": several.id})
+    obs, *_, info = env.step("Done. Anything else?")
+    assert "user_faults" not in info
+
+
+def test_unasked_action_on_the_phone():
+    task = _task("telecom", lambda t: any(a.requestor == "user" for a in t.gold_actions))
+    model = script("fiddles", ["My phone has a problem.", {"tool_calls": [("check_status_bar", {})]}, "It shows that."])
+    env = mua_gym.make("mua/Telecom-v0", split="test", user=f"litellm:{model}")
+    env.reset(seed=0, options={"task_id": task.id})
+    obs, *_, info = env.step("I see. What phone number is the line on?")
+    assert "unasked_action" in [f["kind"] for f in info["user_faults"]]
+    model = script("asked", ["My phone has a problem.", {"tool_calls": [("check_status_bar", {})]}, "It shows that."])
+    env = mua_gym.make("mua/Telecom-v0", split="test", user=f"litellm:{model}")
+    env.reset(seed=0, options={"task_id": task.id})
+    obs, *_, info = env.step("Please check the status bar on your phone and tell me what it shows.")
+    assert "unasked_action" not in [f["kind"] for f in info.get("user_faults", [])]
+
+
 def test_every_kind_is_detected_by_some_test():
     assert set(FAULT_KINDS) == {"invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection",
-                                "off_scenario"}
+                                "off_scenario", "volunteered", "unasked_action"}
 
 
 def test_retry_asks_again_and_keeps_the_clean_reply():

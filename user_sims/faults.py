@@ -21,7 +21,14 @@ reads (at most :data:`READ_LIMIT` characters of a message) and looks for one kin
     the episode, or wrote what it was told to;
 ``off_scenario``
     it agreed to a plan for something outside its requests (a plan whose ids are none of its scenario's, or one
-    for a request its scenario declines). Read only for tasks with structured requests.
+    for a request its scenario declines). Read only for tasks with structured requests;
+``volunteered``
+    it gave what its scenario keeps back: a fact a request withholds before the agent asked for it twice, or before
+    the user said who it is; its identity in the opening, where its persona keeps that back; or the ids of two new
+    requests in one message the agent did not ask them in (a forthcoming persona may state all at once). Read only
+    for tasks with structured requests;
+``unasked_action``
+    it ran one of its own tools (a phone action) when the agent's message asked it to do nothing on its side.
 
 The rule-driven users never commit any of these on the generated tasks (the tests hold them to it); an LLM user
 may. :class:`~mua_gym.user_sims.fault_reviewer.LLMFaultReviewer` adds a model's reading for what rules cannot see
@@ -37,17 +44,19 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
 from mua_gym.env.infos import UserFault
-from mua_gym.messages import AssistantMessage, ToolMessage
+from mua_gym.messages import AssistantMessage, ToolMessage, UserMessage
 from mua_gym.task import Task
 from mua_gym.user_sims.base import UserReply, UserView
-from mua_gym.user_sims.scenario import CONFIRM, ID_KEYS, PLAN_VERB
+from mua_gym.user_sims.scenario import ASKS, CONFIRM, FACT_QUESTIONS, ID_KEYS, PLAN_VERB, prose
+from mua_gym.user_sims.tool_requests import named_request, reader_for
 
 __all__ = ["FAULT_KINDS", "FaultChecker", "FaultMode", "FaultReviewer", "ON_USER_FAULT", "UserFault",
            "check_fault_mode", "fault_text"]
 
-FaultKind = Literal["invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection", "off_scenario"]
+FaultKind = Literal["invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection", "off_scenario",
+                    "volunteered", "unasked_action"]
 FAULT_KINDS: tuple[str, ...] = ("invented_fact", "early_stop", "scenario_leak", "role_break", "obeyed_injection",
-                                "off_scenario")
+                                "off_scenario", "volunteered", "unasked_action")
 FaultMode = Literal["flag", "retry", "void"]
 ON_USER_FAULT: tuple[str, ...] = ("flag", "retry", "void")
 #: How much of one message the checker reads (what a user simulator reads of the agent's, too).
@@ -127,7 +136,7 @@ def _forms(token: str) -> list[str]:
     and, for an amount, its shortest number (``"12.50"`` as ``"12.5"``)."""
     forms = [token]
     digits = "".join(ch for ch in token if ch in _DIGITS)
-    if len(digits) >= 3:
+    if len(digits) >= 3 and "@" not in token:  # (an email is one value: "zz" + a known one is another)
         forms.append(digits)
     try:
         forms.append(f"{float(token):g}")
@@ -170,6 +179,17 @@ class _ScenarioFacts:
     shingle_starts: frozenset[str]
     #: Per structured request: (the ids a plan for it names, whether the user accepts it).
     requests: tuple[tuple[frozenset[str], bool], ...]
+    #: Per structured request: its record's id where no other request is about that record (how a message is seen
+    #: to state it).
+    own_ids: tuple[frozenset[str], ...] = ()
+    #: Facts requests hold back: (the question kind that asks for it, its value, "asked_twice" or "identified").
+    withheld: tuple[tuple[str, str, str], ...] = ()
+    #: The values that say who the user is (email, zip, user id, phone number).
+    identity: frozenset[str] = frozenset()
+    #: Those its requests' words do not say (a minimal persona's opening may say only what its request says).
+    unprompted_identity: frozenset[str] = frozenset()
+    #: How much its persona says unasked: "minimal", "normal" or "forthcoming".
+    disclosure: str = "normal"
 
 
 def _read_scenario(task: Task) -> _ScenarioFacts:
@@ -201,8 +221,23 @@ def _read_scenario(task: Task) -> _ScenarioFacts:
         ids = [v for k, v in intent.items() if k.endswith(ID_KEYS)]
         requests.append((frozenset(_normal(v) for v in _strings(ids) if len(v) >= 3), bool(intent.get("accept", True))))
     shingles = frozenset(voiced - meant)
+    records = [frozenset(_normal(str(intent[k])) for k in _RECORD_KEYS if intent.get(k)) for intent in s.intents]
+    own = tuple(ids - frozenset().union(*(other for j, other in enumerate(records) if j != i))
+                for i, ids in enumerate(records))
+    withheld = tuple((_ASKED_AS.get(key, key), _normal(str(intent[key])), until) for intent in s.intents
+                     for key, until in (intent.get("withhold") or {}).items() if intent.get(key))
+    identity = frozenset(value for k in ("email", "zip", "user_id", "phone_number") if facts.get(k)
+                         for value in _forms(_normal(str(facts[k]))))
+    in_requests = {form for text in said for token in _values(text) for form in _forms(token)}
     return _ScenarioFacts(frozenset(values), frozenset(words), shingles, frozenset(g[0] for g in shingles),
-                          tuple(requests))
+                          tuple(requests), own, withheld, identity, frozenset(identity - in_requests),
+                          persona.disclosure if persona else "normal")
+
+
+#: The keys naming the record a request is about: its id in a message says which request the message states.
+_RECORD_KEYS = ("order_id", "reservation_id")
+#: The question kind (:data:`~mua_gym.user_sims.scenario.FACT_QUESTIONS`) that asks for a withheld fact.
+_ASKED_AS = {"order_id": "order", "reservation_id": "reservation", "payment_method_id": "payment"}
 
 
 class FaultChecker:
@@ -223,6 +258,13 @@ class FaultChecker:
         self._seen = 0  # messages of the user's view read into _heard so far
         self._view: UserView = ()
         self._readings: dict[Any, Any] = {}  # the running task's (see _reading)
+        self._task: Task | None = None
+        #: What the conversation has shown so far (read from the view): how often the agent asked for each kind of
+        #: fact, which requests the user has stated, and whether it has said who it is.
+        self._asks: dict[str, int] = {}
+        self._introduced: set[int] = set()
+        self._identified = False
+        self._paced = 0  # messages of the view read into those so far
 
     def start(self, task: Task, user_tools: Sequence[str] = (), agent_tools: Sequence[str] = ()) -> None:
         kept = self._memo.get(task.id)
@@ -236,6 +278,8 @@ class FaultChecker:
             self._agent_tool_call = re.compile(rf"\b(?:{names})\s*\(|\"name\"\s*:\s*\"(?:{names})\"") if names else None
         self._heard, self._seen = [], 0
         self._view = ()
+        self._task = task
+        self._asks, self._introduced, self._identified, self._paced = {}, set(), False, 0
 
     def check(self, reply: UserReply, prompt: str, view: UserView, turn: int,
               at_gold: Callable[[], bool] = lambda: True) -> list[UserFault]:
@@ -246,8 +290,10 @@ class FaultChecker:
         self._view = view
         stops = reply.stop_token is not None and not reply.walked_away
         key = ("turn", reply.content, prompt, stops)
+        paced: list[UserFault] = [{"kind": kind, "turn": turn, "evidence": evidence[:300]}
+                                  for kind, evidence in self._read_pacing(reply, prompt, view)]
         if not reply.tool_calls and (seen := self._readings.get(key)) is not None:
-            return [{**f, "turn": turn} for f in seen]  # (a rule user's line to an agent's line seen before)
+            return [{**f, "turn": turn} for f in seen] + paced  # (a rule user's line to an agent's line seen before)
         state_read = False  # whether what it finds hangs on the world's state (a stop's), not on words alone
         text = reply.content[:READ_LIMIT]
         if "&" in text:  # some models write HTML entities, escaped over and over ("What&amp;amp;#39;s"): read them
@@ -284,7 +330,72 @@ class FaultChecker:
             self._read_agreement(text, prompt[:READ_LIMIT], fault)
         if not reply.tool_calls and not heard and not state_read:  # it hangs on this reply and prompt alone: kept
             self._readings[key] = tuple(faults)
-        return faults
+        return faults + paced
+
+    def _read_pacing(self, reply: UserReply, prompt: str, view: UserView) -> list[tuple[str, str]]:
+        """The ``volunteered`` and ``unasked_action`` faults of ``reply``: they hang on the whole conversation, so
+        they are read on every reply (from what the view adds since the last one), never kept."""
+        facts = self.facts
+        assert facts is not None
+        found: list[tuple[str, str]] = []
+        if reply.tool_calls and not self._asks_action(prompt[:READ_LIMIT]):
+            names = ", ".join(dict.fromkeys(c.function.name for c in reply.tool_calls))
+            found.append(("unasked_action", f"ran {names} on its side though the agent asked for nothing there"))
+        if not facts.requests or not reply.content:
+            return found
+        self._read_conversation(view)
+        values = {form for token in _values(reply.content) for form in _forms(token)}
+        if not values:
+            return found
+        if not prompt and facts.disclosure == "minimal" and values & facts.unprompted_identity:
+            found.append(("volunteered", "said who it is in its opening, which its persona keeps back"))
+        for kind, value, until in facts.withheld:
+            if value not in values:
+                continue
+            if until == "asked_twice" and self._asks.get(kind, 0) < 2:
+                found.append(("volunteered", f"gave {value!r} before the agent had asked for it twice"))
+            elif until == "identified" and not self._identified:
+                found.append(("volunteered", f"gave {value!r} before it had said who it is"))
+        if facts.disclosure != "forthcoming":
+            new = [i for i, own in enumerate(facts.own_ids) if i not in self._introduced and own & values]
+            spoken = prose(prompt[:READ_LIMIT].lower())
+            asked_ids = ASKS.search(spoken) is not None and any(
+                FACT_QUESTIONS[k].search(spoken) for k in ("order", "reservation"))
+            if len(new) > 1 and not asked_ids:
+                named = ", ".join(sorted(next(iter(facts.own_ids[i])) for i in new))
+                found.append(("volunteered", f"stated {len(new)} new requests in one message ({named}) unasked"))
+        return found
+
+    def _read_conversation(self, view: UserView) -> None:
+        """Counts, in what ``view`` adds since last read, the agent's asks per kind of fact, and the requests and
+        identity the user's own messages stated."""
+        facts = self.facts
+        assert facts is not None
+        for message in view[self._paced:]:
+            text = (message.content or "")[:READ_LIMIT]
+            if isinstance(message, AssistantMessage):
+                spoken = prose(text.lower())
+                if ASKS.search(spoken):
+                    for kind, pattern in FACT_QUESTIONS.items():
+                        if pattern.search(spoken):
+                            self._asks[kind] = self._asks.get(kind, 0) + 1
+            elif isinstance(message, UserMessage) and text:
+                said = {form for token in _values(text) for form in _forms(token)}
+                self._introduced |= {i for i, own in enumerate(facts.own_ids) if own & said}
+                self._identified = self._identified or not said.isdisjoint(facts.identity)
+        self._paced = len(view)
+
+    def _asks_action(self, prompt: str) -> bool:
+        """Whether the agent's ``prompt`` asks the user to do something with its own tools (by name or in words)."""
+        tools = self._user_tools
+        if not tools or not prompt:
+            return False
+        if named_request(prompt, tools) is not None:
+            return True
+        from mua_gym.domain.registry import user_vocabulary  # (the registry loads domains: imported on use)
+
+        vocabulary = user_vocabulary(self._task.domain if self._task is not None else None)
+        return vocabulary is not None and reader_for(vocabulary).request_in_words(prompt.lower(), tools) is not None
 
     # -- the rules ---------------------------------------------------------------------------------------------------
     def _hear(self) -> None:

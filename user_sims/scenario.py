@@ -63,9 +63,9 @@ def _has(text: str, *patterns: str) -> bool:
 
 
 #: Words that make a message ask the user for something.
-_ASKS = re.compile(r"\?|\btell me\b|\bprovide\b|\bgive me\b|\bshare\b|let me know|\bneed\b")
+ASKS = re.compile(r"\?|\btell me\b|\bprovide\b|\bgive me\b|\bshare\b|let me know|\bneed\b")
 #: How the agent asks for each fact the user discloses (read in the prose of a message, lower case).
-_FACT_QUESTIONS = {
+FACT_QUESTIONS = {
     "user_id": re.compile(r"user ?id"),
     "email": re.compile(r"e-?mail"),
     "phone": re.compile(r"phone number|\bnumber\b|\bname\b"),
@@ -82,7 +82,7 @@ _FACT_QUESTIONS = {
 }
 
 
-def _prose(text: str) -> str:
+def prose(text: str) -> str:
     """``text`` without what lies inside braces, the braces included (a plan's JSON arguments); an unclosed ``{``
     hides the rest, a ``}`` outside any braces stays. It jumps from brace to brace with ``str.find``: linear."""
     next_open = text.find("{")
@@ -415,12 +415,12 @@ class ScenarioUser(UserSimulator):
         (of the requests stated so far), where the user is, and how much data they want added. Only the prose is
         read: a plan's JSON arguments ask nothing.
         """
-        prose = _prose(text)
-        if not _ASKS.search(prose):
+        spoken = prose(text)
+        if not ASKS.search(spoken):
             return None
         f, parts = self.facts, []
         identity = self._identity()
-        asked = {fact for fact, pattern in _FACT_QUESTIONS.items() if pattern.search(prose)}
+        asked = {fact for fact, pattern in FACT_QUESTIONS.items() if pattern.search(spoken)}
         if "user_id" in asked:
             parts.append(f"My user id is {f['user_id']}." if self._knows_user_id() else
                          f"I don't know my user id. {identity}")

@@ -16,8 +16,8 @@ __all__ = ["EfficiencyInfo", "ResetInfo", "RewardInfoDict", "StepInfo", "UserFau
 class UserFault(TypedDict):
     """One fault of the simulated user's (see :mod:`mua_gym.user_sims.faults`)."""
 
-    #: ``invented_fact``, ``early_stop``, ``scenario_leak``, ``role_break``, ``obeyed_injection`` or
-    #: ``off_scenario``.
+    #: ``invented_fact``, ``early_stop``, ``scenario_leak``, ``role_break``, ``obeyed_injection``,
+    #: ``off_scenario``, ``volunteered`` or ``unasked_action``.
     kind: str
     #: The agent turn the faulty reply answered (0: the user's opening).
     turn: int
