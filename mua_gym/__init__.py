@@ -20,7 +20,9 @@ from mua_gym.env.gym_env import MuaEnv
 from mua_gym.env.options import check_env_options
 from mua_gym.world.image import WorldImage, WorldSnapshot
 from mua_gym.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
-from mua_gym.domain.registry import available_domains, env_id, get_domain, register_domain, register_envs
+from mua_gym.domain.registry import (
+    available_domains, env_id, get_domain, register_domain, register_envs, user_env_id,
+)
 from mua_gym.env.reward import RewardInfo
 from mua_gym.task import Action, EnvAssertion, EvaluationSpec, Persona, Task, UserScenario, WorldSpec
 from mua_gym.tools import Tool, ToolError, Toolkit, ToolResult, tool
@@ -35,6 +37,7 @@ __all__ = [
     "SystemMessage", "Task", "Tool", "ToolCall", "ToolError", "ToolMessage", "ToolResult", "Toolkit", "Trajectory",
     "UserMessage", "UserScenario", "World", "WorldDiff", "WorldImage", "WorldSnapshot", "WorldSpec",
     "available_domains", "env_id", "get_domain", "make", "make_async", "make_kwargs", "register_domain", "tool",
+    "user_env_id",
 ]
 
 

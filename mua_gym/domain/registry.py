@@ -42,6 +42,11 @@ def env_id(name: str) -> str:
     return f"mua/{env_name(name)}-v0"
 
 
+def user_env_id(name: str) -> str:
+    """The id of the domain's user-side env, where the policy plays the customer (``mua/Retail-User-v0``)."""
+    return f"mua/{env_name(name)}-User-v0"
+
+
 def _discover_plugins() -> dict[str, EntryPoint]:
     found: dict[str, EntryPoint] = {}
     try:
@@ -128,17 +133,19 @@ def register_domain(domain: Domain) -> str:
 
 
 def _register_env(name: str) -> None:
-    eid = env_id(name)
-    if eid in gymnasium.registry:
-        return
-    gymnasium.register(
-        id=eid,
-        entry_point="mua_gym.env.gym_env:MuaEnv",
-        kwargs={"domain": name},
-        nondeterministic=True,
-        disable_env_checker=True,
-        order_enforce=False,  # MuaEnv enforces reset-before-step itself; OrderEnforcing would hide _repr_html_
-    )
+    """Registers the domain's agent env (``mua/<Name>-v0``) and its user-side env (``mua/<Name>-User-v0``)."""
+    for eid, entry_point in ((env_id(name), "mua_gym.env.gym_env:MuaEnv"),
+                             (user_env_id(name), "mua_gym.env.user_side:UserEnv")):
+        if eid in gymnasium.registry:
+            continue
+        gymnasium.register(
+            id=eid,
+            entry_point=entry_point,
+            kwargs={"domain": name},
+            nondeterministic=True,
+            disable_env_checker=True,
+            order_enforce=False,  # both envs enforce reset-before-step; OrderEnforcing would hide _repr_html_
+        )
 
 
 def register_envs() -> None:
