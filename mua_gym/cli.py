@@ -357,6 +357,12 @@ def _serve_model(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     """Runs (or resumes) a benchmark evaluation into ``--out``; prints the summary; returns the exit status."""
+    if args.side == "user":
+        args.agent = args.agent or "fair"
+        return _eval_user(args)
+    args.agent = args.agent or "oracle"
+    if args.user_model is not None:
+        raise UsageError("--user-model names the user being scored: it goes with --side user")
     from pydantic import ValidationError
 
     from mua_gym.eval.agents import LiteLLMAgent, check_agent_spec, make_agent
@@ -535,6 +541,56 @@ def _scripted_user_envs(env_ids: Sequence[str], user: str | None, world: str | N
     return found
 
 
+def _eval_user(args: argparse.Namespace) -> int:
+    """``eval --side user``: a user simulator's fidelity per component over the split's tasks; prints the table."""
+    import asyncio
+    from pathlib import Path
+
+    import gymnasium
+
+    import mua_gym  # noqa: F401  (registers the ids)
+    from mua_gym.eval.agents import check_agent_spec
+    from mua_gym.eval.user_eval import evaluate_user
+    from mua_gym.eval.user_players import REFERENCE_USERS
+    from mua_gym.llm.redact import Redactor
+
+    if args.user_model is None:
+        raise UsageError(f"--side user needs --user-model: the user to score ({', '.join(REFERENCE_USERS)}, "
+                         "scripted, or litellm:<model>, its keywords in --user-arg)")
+    if len(args.env) != 1 or args.perturb or args.judge or args.user:
+        raise UsageError("--side user takes one --env, and neither --perturb, --judge nor --user (the user is "
+                         "--user-model)")
+    player_kwargs = _key_values(args.user_arg, "--user-arg")
+    agent_kwargs = _key_values(args.agent_arg, "--agent-arg")
+    redact = Redactor.of(player_kwargs, agent_kwargs)
+    try:
+        domain = gymnasium.spec(args.env[0]).kwargs["domain"]
+        check_agent_spec(args.agent, **agent_kwargs)
+    except (gymnasium.error.Error, KeyError):
+        raise UsageError(f"unknown env {args.env[0]!r} (mua-gym list shows the envs)") from None
+    except ValueError as exc:
+        raise UsageError(redact(one_line(exc))) from None
+    out = Path(args.out) if args.out else Path("runs") / f"user-{domain}-{args.user_model.replace('/', '_')}-" \
+        f"{args.agent}-{args.split}"
+    try:
+        summary = asyncio.run(evaluate_user(
+            domain, args.user_model, player_kwargs=player_kwargs, agent=args.agent, agent_kwargs=agent_kwargs,
+            split=args.split, world=args.world, task_ids=args.task_ids, num_tasks=args.num_tasks,
+            trials=args.trials, concurrency=args.concurrency, seed=args.seed, max_turns=args.max_turns, out=out))
+    except (ValueError, KeyError) as exc:
+        raise UsageError(redact(one_line(exc))) from None
+    print(f"{args.user_model} as the customer of {domain} ({args.split}, agent {args.agent}): "
+          f"{summary['episodes']} episodes, {summary['void']} void")
+    print("fidelity reward".ljust(18) + f"{summary['reward']}")
+    for name, value in summary["components"].items():
+        print(f"  {name}".ljust(18) + f"{value}")
+    print("task reward".ljust(18) + f"{summary['task_reward']}")
+    for kind, rate in summary["faults_per_episode"].items():
+        print(f"  {kind} per episode".ljust(30) + f"{rate}")
+    print(f"results: {out}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     """Writes a run folder's HTML report; prints its path."""
     from mua_gym.extras import MissingExtraError
@@ -662,8 +718,12 @@ def _coverage(args: argparse.Namespace, env: Any, tasks: Any, split: str) -> int
 def _list(args: argparse.Namespace) -> int:
     import mua_gym
 
+    from mua_gym.domain.registry import user_env_id
+
     for name in mua_gym.available_domains():
-        print(f"{mua_gym.env_id(name):24s} {name}")
+        print(f"{mua_gym.env_id(name):28s} {name}")
+    for name in mua_gym.available_domains():
+        print(f"{user_env_id(name):28s} {name}, user side (the policy plays the customer)")
     return 0
 
 
@@ -717,7 +777,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.set_defaults(handler=_run)
     ev = sub.add_parser("eval", help="every task x K trials, N at once: pass^k, resumable results in --out")
     ev.add_argument("--env", action="append", required=True, help="an env id; repeat for several")
-    ev.add_argument("--agent", default="oracle", help="oracle, fair, fair-retry, random, or litellm:<model>")
+    ev.add_argument("--agent", default=None,
+                    help="oracle, fair, fair-retry, random, or litellm:<model> (default: oracle; with --side user, "
+                         "fair, which acts on what the customer says)")
     ev.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
     ev.add_argument("--user", default=None,
                     help="scripted, scenario, litellm:<model> or openai:<model>@<base_url> (default: the domain's)")
@@ -748,6 +810,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "<hash of the settings>, so the same command resumes)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.add_argument("--no-check", dest="check", action="store_false", help="skip the agent model's probe call")
+    ev.add_argument("--side", default="agent", choices=["agent", "user"],
+                    help="agent (default): score the agent; user: score --user-model as the customer (fidelity)")
+    ev.add_argument("--user-model", default=None, metavar="USER",
+                    help="with --side user: the user to score (litellm:<model>, scripted, scenario, or a reference "
+                         "user: ok, dump, invent, early_stop); its keywords in --user-arg")
     ev.add_argument("--perturb", action="append", default=[], metavar="SPEC",
                     help="also run under this perturbation (a name, name:key=value, a family, or +-joined; "
                          "repeatable) and print the gap table against the clean run")
