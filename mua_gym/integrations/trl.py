@@ -33,6 +33,12 @@ How the pieces meet:
   ``reward_funcs`` must return None for it too (each gets ``environments``: check ``environments[i].void``), or
   the row is scored on them.
 
+A user-side env (``mua/Retail-User-v0``: the model plays the customer, :mod:`mua_gym.env.user_side`) works the
+same way with the roles turned: :func:`dataset` gives each row its customer's scenario as the system message,
+``reset`` returns a cue to open, ``send_message_to_agent(message)`` returns the agent's reply, the customer's own
+tools (telecom's phone) are the other methods, and ``get_reward()`` is the fidelity reward (a rollout TRL stops
+before the customer ended the conversation fails its ``stop`` component, so it earns 0.0).
+
 Two more jobs in the same protocol live beside this module, and are reached through it too
 (``mua_trl.PolicyAgent``): :mod:`mua_gym.integrations.trl_policy` evaluates the model being trained
 (:class:`~mua_gym.integrations.trl_policy.PolicyAgent` plays an env the way this loop does: the same prompt, tools,
@@ -49,7 +55,7 @@ from typing import Any
 from mua_gym.integrations import require, void_reason
 from mua_gym.integrations.tool_functions import tool_method
 
-__all__ = ["SEND_MESSAGE", "TALKING", "dataset", "environment_factory"]
+__all__ = ["SEND_MESSAGE", "SEND_TO_AGENT", "TALKING", "dataset", "environment_factory"]
 
 #: Names this module gives from its sibling modules, imported when first asked for (they import this one).
 _ELSEWHERE = {"PolicyAgent": "trl_policy", "agent_factory": "trl_policy", "STOP_REASONS": "trl_policy",
@@ -65,6 +71,15 @@ TALKING = (
 )
 
 _OVER = "The conversation is over: answer without calling any tool."
+#: The tool that carries the customer's words to the agent, in a user-side env.
+SEND_TO_AGENT = "send_message_to_agent"
+#: What the customer's system message adds in a user-side env, and the cue ``reset`` returns.
+TALKING_AS_USER = (
+    "\n\n# Talking with the agent\n"
+    f"Everything you say to the support agent goes through the `{SEND_TO_AGENT}` tool: its result is the agent's "
+    "reply. Your other tools act on your own device. When the conversation is over, answer without calling any tool."
+)
+_OPEN = "(You are connected to a support agent: write your first message to them.)"
 
 
 def result_text(observation: list[dict[str, Any]], error: str = "") -> str:
@@ -72,8 +87,8 @@ def result_text(observation: list[dict[str, Any]], error: str = "") -> str:
     return "\n".join(str(m.get("content") or "") for m in observation) or error
 
 
-class _MuaToolEnv:
-    """What every generated class shares; TRL sees its public methods as tools, so helpers stay private."""
+class _EnvHolder:
+    """What every generated class shares: its env. TRL sees public methods as tools, so helpers stay private."""
 
     _env_id: str
     _make_kwargs: dict[str, Any]
@@ -83,6 +98,15 @@ class _MuaToolEnv:
 
         self._env = mua_gym.make(self._env_id, **self._make_kwargs).unwrapped
         self._reward: float | None = None
+
+    @property
+    def env(self) -> Any:
+        """The env this instance plays (its ``trajectory()`` records the episode)."""
+        return self._env
+
+
+class _MuaToolEnv(_EnvHolder):
+    """An agent env as TRL tools: the domain's, and ``send_message_to_user``."""
 
     def reset(self, **row: Any) -> str:
         """Starts the episode of ``row["task_id"]`` (seeded by ``row["seed"]`` if the row has one: the same seed,
@@ -130,10 +154,55 @@ class _MuaToolEnv:
         text = result_text(observation, str(info.get("error", "")))
         return f"{text}\n({_OVER})" if terminated or truncated else text
 
+
+class _MuaUserToolEnv(_EnvHolder):
+    """A user-side env as TRL tools: the model is the customer (see the module docstring)."""
+
+    def reset(self, **row: Any) -> str:
+        """Starts the episode of ``row["task_id"]``; returns the cue to open (the scenario is in the prompt)."""
+        if "task_id" not in row:
+            raise KeyError("each dataset row needs a 'task_id' (mua_gym.integrations.trl.dataset makes them)")
+        self._reward = None
+        self._env.reset(seed=row.get("seed"), options={"task_id": str(row["task_id"])})
+        return _OPEN
+
+    def get_reward(self) -> float | None:
+        """The fidelity reward (a rollout TRL stopped first is ended as it stands), or None for a void episode."""
+        if self._reward is None:
+            self._reward = self._env.finish()
+        return None if self.void is not None else self._reward
+
     @property
-    def env(self) -> Any:
-        """The :class:`mua_gym.MuaEnv` this instance plays (its ``trajectory()`` records the episode)."""
-        return self._env
+    def void(self) -> str | None:
+        """Why this rollout's episode is void (the agent failed), or None."""
+        return self._env.core.void
+
+    def send_message_to_agent(self, message: str) -> str:
+        """Send a message to the support agent and get their reply.
+
+        Args:
+            message: What to say to the agent.
+        """
+        return self._play(str(message))
+
+    def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        call = {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        return self._play({"role": "assistant", "content": "", "tool_calls": [call]})
+
+    def _play(self, action: Any) -> str:
+        if self._env.done:
+            return _OVER
+        observation, _, terminated, truncated, info = self._env.step(action)
+        text = result_text(observation, str(info.get("error", "")))
+        return f"{text}\n({_OVER})" if terminated or truncated else text
+
+
+def _is_user_side(env_id: str) -> bool:
+    import gymnasium
+
+    import mua_gym  # noqa: F401  (registers the ids)
+
+    return gymnasium.spec(env_id).entry_point == "mua_gym.env.user_side:UserEnv"
 
 
 def environment_factory(env_id: str, **make_kwargs: Any) -> type:
@@ -153,6 +222,18 @@ def environment_factory(env_id: str, **make_kwargs: Any) -> type:
     require("trl", "trl")
     import mua_gym
 
+    if _is_user_side(env_id):
+        probe = mua_gym.make(env_id, **make_kwargs).unwrapped
+        try:
+            schemas = list(probe.core.core._user_tool_schemas or [])
+        finally:
+            probe.close()
+        methods = {s["function"]["name"]: tool_method(s) for s in schemas}
+        if SEND_TO_AGENT in methods or set(methods) & set(dir(_MuaUserToolEnv)):
+            raise ValueError(f"{env_id}'s user tools clash with the adapter's own methods")
+        name = "Mua" + "".join(ch for ch in env_id.split("/")[-1] if ch.isalnum()) + "Env"
+        return type(name, (_MuaUserToolEnv,), {**methods, "_env_id": env_id, "_make_kwargs": dict(make_kwargs),
+                                               "__doc__": f"TRL environment over {env_id}, the model as the customer."})
     make_kwargs = _with_static_tools(make_kwargs)
     probe = mua_gym.make(env_id, **make_kwargs).unwrapped
     try:
@@ -196,6 +277,8 @@ def dataset(env_id: str, split: str = "train", **make_kwargs: Any) -> Any:
     datasets = require("datasets", "trl")
     import mua_gym
 
+    if _is_user_side(env_id):
+        return _user_dataset(env_id, split, make_kwargs)
     env = mua_gym.make(env_id, **make_kwargs).unwrapped
     try:
         policy = env.core.policy
@@ -208,6 +291,27 @@ def dataset(env_id: str, split: str = "train", **make_kwargs: Any) -> Any:
     return datasets.Dataset.from_dict({
         "prompt": [[system, {"role": "user", "content": ""}] for _ in task_ids],
         "task_id": task_ids,
+    })
+
+
+def _user_dataset(env_id: str, split: str, make_kwargs: dict[str, Any]) -> Any:
+    """Rows for a user-side env: each task's customer scenario (as its LLM user reads it) as the system message."""
+    datasets = require("datasets", "trl")
+    import mua_gym
+    from mua_gym.user_sims.llm import scenario_text
+    from mua_gym.user_sims.persona import resolve_persona
+
+    env = mua_gym.make(env_id, **make_kwargs).unwrapped
+    try:
+        tasks = list(env.core.core.tasks(split))
+    finally:
+        env.close()
+    if not tasks:
+        raise ValueError(f"{env_id} has no tasks in split {split!r}")
+    return datasets.Dataset.from_dict({
+        "prompt": [[{"role": "system", "content": scenario_text(t, resolve_persona(t, "task", None)) + TALKING_AS_USER},
+                    {"role": "user", "content": ""}] for t in tasks],
+        "task_id": [t.id for t in tasks],
     })
 
 

@@ -68,3 +68,31 @@ async def aplay(env_id: str, agent: Any, task_id: str, seed: int, **make_kwargs)
 
 def play(env_id: str, agent: Any, task_id: str, seed: int, **make_kwargs):
     return asyncio.run(aplay(env_id, agent, task_id, seed, **make_kwargs))
+
+
+def customer_turns(env_id: str, task_id: str, seed: int | None) -> tuple[str, list[str]]:
+    """(a snippet of the customer's scenario that keys its prompt, the scenario user's play of a user-side env's
+    task as model turns: messages through send_message_to_agent, phone actions as calls, then a goodbye)."""
+    from mua_gym.eval.user_players import make_player
+
+    async def run() -> tuple[str, list[str]]:
+        env = mua_gym.make(env_id).unwrapped.core
+        _, info = await env.reset(seed=seed, options={"task_id": task_id})
+        player, turns = make_player("scenario"), []
+        action = await player.start(env.core.task, info, seed)
+        try:
+            while True:
+                if isinstance(action, str):
+                    turns.append(hermes((mua_trl.SEND_TO_AGENT, {"message": action})))
+                else:
+                    turns.append(hermes(*[(c["function"]["name"], json.loads(c["function"]["arguments"]))
+                                          for c in action["tool_calls"]]))
+                observation, reward, terminated, truncated, _ = await env.step(action)
+                if terminated or truncated:
+                    assert reward == 1.0
+                    return env.core.task.user_scenario.instructions[:60], turns + [GOODBYE]
+                action = await player.act(observation)
+        finally:
+            await env.aclose()
+
+    return asyncio.run(run())
