@@ -10,7 +10,8 @@ from typing import Any
 # (no ``from __future__ import annotations`` here: TypedDict reads NotRequired from evaluated annotations)
 from typing_extensions import NotRequired, TypedDict
 
-__all__ = ["EfficiencyInfo", "ResetInfo", "RewardInfoDict", "StepInfo", "UserFault", "ValidityInfo"]
+__all__ = ["EfficiencyInfo", "FidelityInfo", "ResetInfo", "RewardInfoDict", "StepInfo", "UserFault", "UserResetInfo",
+           "UserStepInfo", "ValidityInfo"]
 
 
 class UserFault(TypedDict):
@@ -146,3 +147,57 @@ class StepInfo(TypedDict):
     #: Only with ``perturb=``, on a step where a perturbation acted: what it did (``name``, ``turn``, ``tool``,
     #: and ``fault`` or ``did``).
     perturbation_events: NotRequired[list[dict[str, Any]]]
+
+
+class FidelityInfo(TypedDict):
+    """``info["reward_info"]`` of a user-side env's last step: the fidelity reward and its evidence (see
+    :mod:`mua_gym.env.fidelity`)."""
+
+    #: 1.0 when every component holds, else 0.0 (0.0 for a void episode).
+    reward: float
+    #: Each component (``facts``, ``in_role``, ``no_leak``, ``on_scenario``, ``paced``, ``phone``, ``stop``,
+    #: ``outcome``): 1.0 kept, 0.0 broken.
+    components: dict[str, float]
+    #: How many faults of each kind the user made.
+    faults: dict[str, int]
+    #: Why the episode ended (``user_stop``, ``agent_stop``, ``max_turns``, ...).
+    termination_reason: str | None
+    #: The agent-side task reward with that agent (None for a void episode).
+    task_reward: float | None
+    #: Messages the user sent.
+    user_messages: int
+    #: Messages the reference (scenario) user sends on the task with that agent, where the agent's play is fixed.
+    reference_messages: int | None
+
+
+class UserResetInfo(TypedDict):
+    """``info`` from a user-side env's ``reset``."""
+
+    task_id: str
+    domain: str
+    split: str
+    #: The customer's own tools (telecom's phone) as OpenAI function schemas; empty where it has none.
+    tools: list[dict[str, Any]]
+    #: The agent that serves the customer (``"fair"``, ``"oracle"``, ``"litellm:<model>"``).
+    agent: str
+    #: Customer messages before the episode is truncated.
+    max_turns: int
+
+
+class UserStepInfo(TypedDict):
+    """``info`` from a user-side env's ``step``."""
+
+    #: Customer messages so far.
+    turns: int
+    #: Only where this step's message broke the scenario: each fault.
+    user_faults: NotRequired[list[UserFault]]
+    #: Only where the action could not be read, or the episode is over: why (the step changed nothing).
+    error: NotRequired[str]
+    #: On the last step: why the episode ended.
+    termination_reason: NotRequired[str | None]
+    #: On the last step: the fidelity reward's evidence.
+    reward_info: NotRequired[FidelityInfo]
+    #: On the last step: the agent-side task reward.
+    task_reward: NotRequired[float | None]
+    #: Only for a void episode (the agent failed): why.
+    void: NotRequired[str]

@@ -33,6 +33,7 @@ import gymnasium
 
 from mua_gym.env.core import AsyncMuaEnv
 from mua_gym.env.fidelity import fidelity
+from mua_gym.env.infos import UserResetInfo, UserStepInfo
 from mua_gym.env.spaces import ActionSpace, MessagesSpace
 from mua_gym.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from mua_gym.task import Task
@@ -110,7 +111,7 @@ class AsyncUserEnv:
 
     # -- the contract --------------------------------------------------------------------------------------------
     async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-                    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                    ) -> tuple[list[dict[str, Any]], UserResetInfo]:
         """Starts an episode; returns the customer's system message and ``info``: ``task_id``, ``domain``,
         ``split``, ``tools`` (the customer's own tool schemas; empty where it has none), ``agent``, ``max_turns``."""
         await self._stop_driver()
@@ -126,11 +127,11 @@ class AsyncUserEnv:
         persona = resolve_persona(task, "task", user_seed)
         self._chat = [{"role": "system", "content": scenario_text(task, persona)}]
         self._tools = list(tools or [])
-        info = {"task_id": task.id, "domain": self.core.domain.name, "split": task.split, "tools": self._tools,
-                "agent": self.agent_spec, "max_turns": self.max_turns}
+        info: UserResetInfo = {"task_id": task.id, "domain": self.core.domain.name, "split": task.split,
+                               "tools": self._tools, "agent": self.agent_spec, "max_turns": self.max_turns}
         return [dict(m) for m in self._chat], info
 
-    async def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+    async def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, UserStepInfo]:
         """One customer message; returns what came back (see the module docstring), the reward (the fidelity reward
         on the last step, else 0.0), terminated, truncated and ``info``."""
         if self._done or self._driver is None:

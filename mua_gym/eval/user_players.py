@@ -11,7 +11,8 @@ score low; :data:`REFERENCE_USERS` names them:
 - ``ok``: says "ok" to everything;
 - ``dump``: opens with its whole scenario, read out, then says "ok";
 - ``invent``: the scenario user, but the first value it gives (an id, zip, email) is made up;
-- ``early_stop``: the scenario user, but it stops after the agent's first reply.
+- ``early_stop``: the scenario user, but it stops after the agent's first reply (on a task the agent settles in
+  that reply, this is the faithful play).
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ class _Altered(SimulatorPlayer):
         return self._change(await super().act(observation))
 
     def _change(self, action: Any) -> Any:
-        return self.alter(action, self.turn) if isinstance(action, str) else action
+        text = action if isinstance(action, str) else action.get("content") or ""
+        altered = self.alter(text, self.turn)
+        return action if altered == text else altered  # (an altered phone action is said in words instead)
 
 
 class _Invents:
