@@ -28,7 +28,7 @@ DOMAINS = ("retail", "airline", "telecom", "mock")
 async def scores() -> list[dict[str, Any]]:
     import mua_gym
     from mua_gym.env.fidelity import COMPONENTS
-    from mua_gym.env.user_side import AsyncUserEnv
+    from mua_gym.eval.user_side import AsyncUserEnv
     from mua_gym.eval.user_players import REFERENCE_USERS, make_player, play_episode
 
     rows = []
@@ -52,7 +52,7 @@ async def scores() -> list[dict[str, Any]]:
 
 async def cost(count: int) -> dict[str, Any]:
     import mua_gym
-    from mua_gym.env.user_side import AsyncUserEnv
+    from mua_gym.eval.user_side import AsyncUserEnv
     from mua_gym.eval.agents import FairAgent
     from mua_gym.eval.user_players import make_player
 

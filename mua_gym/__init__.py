@@ -58,8 +58,12 @@ def make_async(id: str, **kwargs: Any) -> AsyncMuaEnv:
     try:
         spec = gymnasium.spec(id)
     except gymnasium.error.Error:
-        known = ", ".join(sorted(i for i in gymnasium.registry if i.startswith("mua/")))
+        known = ", ".join(sorted(i for i, s in gymnasium.registry.items()
+                                 if i.startswith("mua/") and s.entry_point == "mua_gym.env.gym_env:MuaEnv"))
         raise ValueError(f"unknown mua_gym env id {id!r}; registered: {known}") from None
+    if spec.entry_point == "mua_gym.eval.user_side:UserEnv":
+        raise ValueError(f"{id!r} is a user-side env: mua_gym.make({id!r}) makes it, and its .unwrapped.core is its "
+                         "async env (mua_gym.eval.user_side.AsyncUserEnv)")
     if spec.entry_point != "mua_gym.env.gym_env:MuaEnv" or "domain" not in spec.kwargs:
         raise ValueError(f"{id!r} is not a mua_gym env id (its entry point is {spec.entry_point!r})")
     options = {**spec.kwargs, **kwargs}

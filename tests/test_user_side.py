@@ -12,7 +12,7 @@ import pytest
 
 import mua_gym
 from mua_gym.env.fidelity import COMPONENTS
-from mua_gym.env.user_side import AsyncUserEnv
+from mua_gym.eval.user_side import AsyncUserEnv
 from mua_gym.eval.user_players import REFERENCE_USERS, make_player, play_episode
 
 DOMAINS = ("retail", "airline", "telecom", "mock")
@@ -150,9 +150,11 @@ def test_the_same_seed_gives_the_same_task_and_play():
 def test_user_envs_are_registered_for_every_domain():
     for name in mua_gym.available_domains():
         spec = gymnasium.spec(mua_gym.domain.registry.user_env_id(name))
-        assert spec.entry_point == "mua_gym.env.user_side:UserEnv"
+        assert spec.entry_point == "mua_gym.eval.user_side:UserEnv"
     with pytest.raises(ValueError, match="the policy is the user"):
         mua_gym.make("mua/Mock-User-v0", user="scenario")
+    with pytest.raises(ValueError, match="is a user-side env"):
+        mua_gym.make_async("mua/Mock-User-v0")
 
 
 def test_eval_side_user_reports_fidelity_per_component_and_resumes(tmp_path, capsys):
@@ -175,3 +177,23 @@ def test_eval_side_user_reports_fidelity_per_component_and_resumes(tmp_path, cap
     assert "goes with --side user" in capsys.readouterr().err
     assert main(["list"]) == 0
     assert "mua/Retail-User-v0" in capsys.readouterr().out
+
+
+def test_a_user_model_that_fails_voids_its_episode_not_the_run():
+    from mua_gym.eval.user_players import SimulatorPlayer
+    from mua_gym.user_sims.base import UserSimulatorError
+    from mua_gym.user_sims.scenario import ScenarioUser
+
+    class Breaks(ScenarioUser):
+        async def respond(self, view):
+            raise UserSimulatorError("user model call failed after 2 tries: Connection error.")
+
+    async def run():
+        env = AsyncUserEnv("mock")
+        reward, info = await play_episode(env, SimulatorPlayer(Breaks()), seed=0)
+        again, _ = await play_episode(env, make_player("scenario"), seed=0)
+        await env.aclose()
+        return reward, info, again
+
+    reward, info, again = asyncio.run(run())
+    assert reward == 0.0 and info["void"].startswith("user_error: UserSimulatorError") and again == 1.0

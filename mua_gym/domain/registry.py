@@ -135,7 +135,7 @@ def register_domain(domain: Domain) -> str:
 def _register_env(name: str) -> None:
     """Registers the domain's agent env (``mua/<Name>-v0``) and its user-side env (``mua/<Name>-User-v0``)."""
     for eid, entry_point in ((env_id(name), "mua_gym.env.gym_env:MuaEnv"),
-                             (user_env_id(name), "mua_gym.env.user_side:UserEnv")):
+                             (user_env_id(name), "mua_gym.eval.user_side:UserEnv")):
         if eid in gymnasium.registry:
             continue
         gymnasium.register(

@@ -1,6 +1,6 @@
 """The fidelity reward: how faithfully the user of one episode played its scenario, from the episode's record.
 
-A user-side env (:mod:`mua_gym.env.user_side`) pays its policy with it. Each component is 1.0 or 0.0:
+A user-side env (:mod:`mua_gym.eval.user_side`) pays its policy with it. Each component is 1.0 or 0.0:
 
 ``facts``
     no ``invented_fact``: every id, email, amount or name it said is its scenario's or was told to it;

@@ -1,6 +1,6 @@
 """``mua-gym eval --side user``: how faithfully a user simulator plays its scenarios, component by component.
 
-Each task of the split is played ``trials`` times in its user-side env (:mod:`mua_gym.env.user_side`) by the
+Each task of the split is played ``trials`` times in its user-side env (:mod:`mua_gym.eval.user_side`) by the
 player (:func:`mua_gym.eval.user_players.make_player`: a user simulator spec such as ``litellm:<model>``, or a
 reference user), against ``agent``. Each episode's line goes to ``out/episodes.jsonl`` as it ends (a rerun with the
 same folder plays only what is missing); ``out/summary.json`` holds the means: the fidelity reward, each component
@@ -26,7 +26,7 @@ async def evaluate_user(domain: str, player: str, *, player_kwargs: dict[str, An
                         trials: int = 1, concurrency: int = 4, seed: int = 0, max_turns: int | None = None,
                         out: Path | None = None) -> dict[str, Any]:
     """Plays the episodes (those ``out`` does not hold yet) and returns :func:`summarize` of them all."""
-    from mua_gym.env.user_side import MAX_USER_TURNS, AsyncUserEnv
+    from mua_gym.eval.user_side import MAX_USER_TURNS, AsyncUserEnv
     from mua_gym.eval.user_players import make_player, play_episode
 
     if trials < 1 or concurrency < 1:

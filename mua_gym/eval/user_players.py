@@ -1,4 +1,4 @@
-"""Who plays the customer of a user-side env (:mod:`mua_gym.env.user_side`): a user simulator, or a reference user
+"""Who plays the customer of a user-side env (:mod:`mua_gym.eval.user_side`): a user simulator, or a reference user
 that fails on purpose.
 
 A player has ``start(task, info) -> action`` (the opening) and ``act(observation) -> action``; actions and
@@ -144,12 +144,18 @@ def make_player(spec: str, **kwargs: Any) -> Any:
 
 async def play_episode(env: Any, player: Any, seed: int | None = None,
                        options: dict[str, Any] | None = None) -> tuple[float, dict[str, Any]]:
-    """Plays one episode of the :class:`~mua_gym.env.user_side.AsyncUserEnv` ``env`` with ``player``; returns the
-    reward and the last step's ``info``."""
+    """Plays one episode of the :class:`~mua_gym.eval.user_side.AsyncUserEnv` ``env`` with ``player``; returns the
+    reward and the last step's ``info``. A player that fails (a user model's call) ends its episode void, with
+    ``info["void"]`` saying why: it never ends the run."""
     observation, info = await env.reset(seed=seed, options=options)
-    action = await player.start(env.core.task, info, seed)
-    while True:
-        observation, reward, terminated, truncated, info = await env.step(action)
-        if terminated or truncated:
-            return reward, info
-        action = await player.act(observation)
+    try:
+        action = await player.start(env.core.task, info, seed)
+        while True:
+            observation, reward, terminated, truncated, info = await env.step(action)
+            if terminated or truncated:
+                return reward, info
+            action = await player.act(observation)
+    except Exception as exc:
+        await env.finish("user_error")
+        return 0.0, {"void": f"user_error: {type(exc).__name__}: {exc}"[:500],
+                     "reward_info": env.trajectory().reward_info}

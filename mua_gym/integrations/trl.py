@@ -33,7 +33,7 @@ How the pieces meet:
   ``reward_funcs`` must return None for it too (each gets ``environments``: check ``environments[i].void``), or
   the row is scored on them.
 
-A user-side env (``mua/Retail-User-v0``: the model plays the customer, :mod:`mua_gym.env.user_side`) works the
+A user-side env (``mua/Retail-User-v0``: the model plays the customer, :mod:`mua_gym.eval.user_side`) works the
 same way with the roles turned: :func:`dataset` gives each row its customer's scenario as the system message,
 ``reset`` returns a cue to open, ``send_message_to_agent(message)`` returns the agent's reply, the customer's own
 tools (telecom's phone) are the other methods, and ``get_reward()`` is the fidelity reward (a rollout TRL stops
@@ -202,7 +202,7 @@ def _is_user_side(env_id: str) -> bool:
 
     import mua_gym  # noqa: F401  (registers the ids)
 
-    return gymnasium.spec(env_id).entry_point == "mua_gym.env.user_side:UserEnv"
+    return gymnasium.spec(env_id).entry_point == "mua_gym.eval.user_side:UserEnv"
 
 
 def environment_factory(env_id: str, **make_kwargs: Any) -> type:
