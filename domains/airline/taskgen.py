@@ -421,10 +421,8 @@ class _Maker(TaskMaker):
     def wrong_reservation_id(self) -> str:
         """A reservation id shaped like the world's (six capitals and digits) that finds none."""
         alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-        while True:
-            wrong = "".join(alphabet[int(i)] for i in self.rng.integers(len(alphabet), size=6))
-            if wrong not in self.snap.reservation_ids:
-                return wrong
+        return self.unused(lambda: "".join(alphabet[int(i)] for i in self.rng.integers(len(alphabet), size=6)),
+                           self.snap.reservation_ids)
 
     def instead(self, intent: Intent) -> tuple[Intent, str] | None:
         """What the user may want instead of ``intent`` when asked to confirm it (on the same reservation, so every

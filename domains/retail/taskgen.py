@@ -376,10 +376,7 @@ class _Maker(TaskMaker):
 
     def wrong_order_id(self) -> str:
         """An order id shaped like the world's that finds no order."""
-        while True:
-            wrong = f"#W{int(self.rng.integers(1_000_000, 10_000_000))}"
-            if wrong not in self.snap.order_ids:
-                return wrong
+        return self.unused(lambda: f"#W{int(self.rng.integers(1_000_000, 10_000_000))}", self.snap.order_ids)
 
     def instead(self, intent: Intent) -> tuple[Intent, str] | None:
         """What the customer may want instead of ``intent`` when asked to confirm it (on the same order, so every

@@ -259,10 +259,7 @@ class _Maker(TaskMaker):
 
     def fresh_bill_id(self) -> str:
         """A bill id the world does not have yet (for the bill a suspension leaves unpaid)."""
-        while True:
-            bill_id = f"B{int(self.rng.integers(1_000_000, 10_000_000))}"
-            if bill_id not in self.snap.bill_ids:
-                return bill_id
+        return self.unused(lambda: f"B{int(self.rng.integers(1_000_000, 10_000_000))}", self.snap.bill_ids)
 
     def choose_line(self, customer: dict) -> dict[str, Any] | None:
         """One of an active customer's active phone lines, or None where they have none."""

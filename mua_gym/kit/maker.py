@@ -9,7 +9,7 @@ task and verifying it are :mod:`mua_gym.kit.generation`'s (:func:`~mua_gym.kit.g
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Container, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,14 @@ class TaskMaker:
     def pick(self, items: Sequence[T]) -> T:
         """One of ``items`` (a non-empty sequence), drawn uniformly."""
         return items[int(self.rng.integers(len(items)))]
+
+    def unused(self, draw: Callable[[], str], taken: Container[str]) -> str:
+        """A value ``draw()`` makes that ``taken`` does not hold (drawn again until one is free): an id shaped like
+        the world's that finds no record."""
+        while True:
+            value = draw()
+            if value not in taken:
+                return value
 
 
 def draw_intents(maker: M, level: int, makers: Mapping[str, Callable[[M], Intent | None]],
