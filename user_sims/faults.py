@@ -191,6 +191,12 @@ class _ScenarioFacts:
     #: How much its persona says unasked: "minimal", "normal" or "forthcoming".
     disclosure: str = "normal"
 
+    @property
+    def paces_requests(self) -> bool:
+        """Whether its user must state its requests one at a time: two or more can be told apart, and its persona
+        is not forthcoming."""
+        return self.disclosure != "forthcoming" and sum(1 for own in self.own_ids if own) >= 2
+
 
 def _read_scenario(task: Task) -> _ScenarioFacts:
     s = task.user_scenario
@@ -341,13 +347,14 @@ class FaultChecker:
         if reply.tool_calls and not self._asks_action(prompt[:READ_LIMIT]):
             names = ", ".join(dict.fromkeys(c.function.name for c in reply.tool_calls))
             found.append(("unasked_action", f"ran {names} on its side though the agent asked for nothing there"))
-        if not facts.requests or not reply.content:
-            return found
-        self._read_conversation(view)
-        values = {form for token in _values(reply.content) for form in _forms(token)}
+        opening_kept = not prompt and facts.disclosure == "minimal" and bool(facts.unprompted_identity)
+        if not reply.content or not (opening_kept or facts.withheld or facts.paces_requests):
+            return found  # (most tasks: one request, nothing held back; nothing to read)
+        values = self._said(reply.content)
         if not values:
             return found
-        if not prompt and facts.disclosure == "minimal" and values & facts.unprompted_identity:
+        self._read_conversation(view)
+        if opening_kept and values & facts.unprompted_identity:
             found.append(("volunteered", "said who it is in its opening, which its persona keeps back"))
         for kind, value, until in facts.withheld:
             if value not in values:
@@ -356,15 +363,31 @@ class FaultChecker:
                 found.append(("volunteered", f"gave {value!r} before the agent had asked for it twice"))
             elif until == "identified" and not self._identified:
                 found.append(("volunteered", f"gave {value!r} before it had said who it is"))
-        if facts.disclosure != "forthcoming":
+        if facts.paces_requests:
             new = [i for i, own in enumerate(facts.own_ids) if i not in self._introduced and own & values]
-            spoken = prose(prompt[:READ_LIMIT].lower())
-            asked_ids = ASKS.search(spoken) is not None and any(
-                FACT_QUESTIONS[k].search(spoken) for k in ("order", "reservation"))
-            if len(new) > 1 and not asked_ids:
+            if len(new) > 1 and not {"order", "reservation"} & self._asked_in(prompt):
                 named = ", ".join(sorted(next(iter(facts.own_ids[i])) for i in new))
                 found.append(("volunteered", f"stated {len(new)} new requests in one message ({named}) unasked"))
         return found
+
+    def _said(self, text: str) -> frozenset[str]:
+        """The values ``text`` states, in all their forms (kept per task, as a reply's reading is)."""
+        said = self._readings.get(("said", text))
+        if said is None:
+            said = self._readings[("said", text)] = frozenset(
+                form for token in _values(text) for form in _forms(token))
+        return said
+
+    def _asked_in(self, text: str) -> frozenset[str]:
+        """The kinds of fact (:data:`~mua_gym.user_sims.scenario.FACT_QUESTIONS`) the agent's ``text`` asks for
+        (kept per task: an agent repeats its questions)."""
+        asked = self._readings.get(("asks", text))
+        if asked is None:
+            spoken = prose(text[:READ_LIMIT].lower())
+            asked = self._readings[("asks", text)] = frozenset(
+                kind for kind, pattern in FACT_QUESTIONS.items() if pattern.search(spoken)) \
+                if ASKS.search(spoken) else frozenset()
+        return asked
 
     def _read_conversation(self, view: UserView) -> None:
         """Counts, in what ``view`` adds since last read, the agent's asks per kind of fact, and the requests and
@@ -372,15 +395,12 @@ class FaultChecker:
         facts = self.facts
         assert facts is not None
         for message in view[self._paced:]:
-            text = (message.content or "")[:READ_LIMIT]
+            text = message.content or ""
             if isinstance(message, AssistantMessage):
-                spoken = prose(text.lower())
-                if ASKS.search(spoken):
-                    for kind, pattern in FACT_QUESTIONS.items():
-                        if pattern.search(spoken):
-                            self._asks[kind] = self._asks.get(kind, 0) + 1
+                for kind in self._asked_in(text):
+                    self._asks[kind] = self._asks.get(kind, 0) + 1
             elif isinstance(message, UserMessage) and text:
-                said = {form for token in _values(text) for form in _forms(token)}
+                said = self._said(text)
                 self._introduced |= {i for i, own in enumerate(facts.own_ids) if own & said}
                 self._identified = self._identified or not said.isdisjoint(facts.identity)
         self._paced = len(view)
