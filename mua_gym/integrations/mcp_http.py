@@ -54,10 +54,6 @@ from mua_gym.integrations.mcp import McpEpisode, agent_instructions, mcp_server,
 
 __all__ = ["EpisodeLimitError", "EpisodeStore", "Limits", "http_app", "is_loopback"]
 
-#: The Host headers a loopback server answers (anything else is a DNS-rebinding attempt).
-_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -238,10 +234,10 @@ def http_app(make_env: Callable[[], Any], *, limits: Limits = Limits(), token: s
     listed = mcp_tools(tools)
     server = mcp_server(agent_instructions(probe.policy), lambda: listed,
                         lambda ctx: store.get(ctx.request.path_params["episode_id"]) if ctx.request else None)
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=loopback, allowed_hosts=_LOOPBACK_HOSTS,
-                                         allowed_origins=_LOOPBACK_ORIGINS)
+    # (the guard checks Host and Origin on every route, this one included: the SDK's own check would repeat it)
+    unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True,
-                                           security_settings=security, max_request_body_size=limits.max_body_bytes)
+                                           security_settings=unchecked, max_request_body_size=limits.max_body_bytes)
 
     async def create(request: Request) -> Response:
         try:

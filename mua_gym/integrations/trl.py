@@ -104,6 +104,21 @@ class _EnvHolder:
         """The env this instance plays (its ``trajectory()`` records the episode)."""
         return self._env
 
+    def _start(self, row: dict[str, Any]) -> tuple[list[dict[str, Any]], Any]:
+        """Resets the env onto ``row["task_id"]`` (seeded by ``row["seed"]`` if the row has one)."""
+        if "task_id" not in row:
+            raise KeyError("each dataset row needs a 'task_id' (mua_gym.integrations.trl.dataset makes them)")
+        self._reward = None
+        return self._env.reset(seed=row.get("seed"), options={"task_id": str(row["task_id"])})
+
+    def _play(self, action: Any) -> str:
+        """One env step; its new messages as text (or the env's error), with a note once the episode is over."""
+        if self._env.done:
+            return _OVER
+        observation, _, terminated, truncated, info = self._env.step(action)
+        text = result_text(observation, str(info.get("error", "")))
+        return f"{text}\n({_OVER})" if terminated or truncated else text
+
 
 class _MuaToolEnv(_EnvHolder):
     """An agent env as TRL tools: the domain's, and ``send_message_to_user``."""
@@ -111,10 +126,7 @@ class _MuaToolEnv(_EnvHolder):
     def reset(self, **row: Any) -> str:
         """Starts the episode of ``row["task_id"]`` (seeded by ``row["seed"]`` if the row has one: the same seed,
         the same user); returns the user's opening message."""
-        if "task_id" not in row:
-            raise KeyError("each dataset row needs a 'task_id' (mua_gym.integrations.trl.dataset makes them)")
-        self._reward = None
-        observation, info = self._env.reset(seed=row.get("seed"), options={"task_id": str(row["task_id"])})
+        observation, info = self._start(row)
         void = void_reason(self._env, info)
         if void is not None:  # ended here, so the tools only say it is over; get_reward leaves the rollout out
             self._env.finish()
@@ -146,24 +158,13 @@ class _MuaToolEnv(_EnvHolder):
     def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
         return self._play({"name": name, "arguments": arguments})
 
-    def _play(self, action: dict[str, Any]) -> str:
-        """One env step; its new messages as text (or the env's error), with a note once the episode is over."""
-        if self._env.core.done:
-            return _OVER
-        observation, _, terminated, truncated, info = self._env.step(action)
-        text = result_text(observation, str(info.get("error", "")))
-        return f"{text}\n({_OVER})" if terminated or truncated else text
-
 
 class _MuaUserToolEnv(_EnvHolder):
     """A user-side env as TRL tools: the model is the customer (see the module docstring)."""
 
     def reset(self, **row: Any) -> str:
         """Starts the episode of ``row["task_id"]``; returns the cue to open (the scenario is in the prompt)."""
-        if "task_id" not in row:
-            raise KeyError("each dataset row needs a 'task_id' (mua_gym.integrations.trl.dataset makes them)")
-        self._reward = None
-        self._env.reset(seed=row.get("seed"), options={"task_id": str(row["task_id"])})
+        self._start(row)
         return _OPEN
 
     def get_reward(self) -> float | None:
@@ -188,13 +189,6 @@ class _MuaUserToolEnv(_EnvHolder):
     def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
         call = {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": arguments}}
         return self._play({"role": "assistant", "content": "", "tool_calls": [call]})
-
-    def _play(self, action: Any) -> str:
-        if self._env.done:
-            return _OVER
-        observation, _, terminated, truncated, info = self._env.step(action)
-        text = result_text(observation, str(info.get("error", "")))
-        return f"{text}\n({_OVER})" if terminated or truncated else text
 
 
 def _is_user_side(env_id: str) -> bool:

@@ -321,6 +321,10 @@ def test_a_loopback_server_refuses_a_foreign_host_or_origin(retail):
                                                               "Content-Type": "text/plain"}).status_code == 403
         assert http.get("/episodes", headers={"Origin": "http://localhost:3000"}).status_code == 200
         assert http.get("/episodes").status_code == 200
+        started = retail.start(seed=3)
+        rebound = {"Host": "attacker.example:80"}
+        assert http.post(started["mcp_url"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                         headers=rebound).status_code == 421  # the MCP route too
 
 
 def test_the_command_refuses_a_remote_bind_without_flag_or_token(capsys, tmp_path, monkeypatch):
